@@ -99,7 +99,7 @@ def local_task(task: Task, spec: EnvSpec, env: EnvInfo, template: Path, network:
                 "PATH": f"{env.path}/bin:{SYSTEM_PATH}",
                 "VIRTUAL_ENV": env.path,
                 "PYTHONNOUSERSITE": "1",
-            },  # fmt: skip
+            },
             "eval_script": "\n".join([*spec.eval_commands, script.rstrip("\n")]) + "\n",
             "metadata": metadata,
         }
