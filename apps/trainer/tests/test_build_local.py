@@ -79,6 +79,7 @@ def built(semver_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
             "datasets", "build-local", "dataset=file", f"dataset.path={HERE / 'semver.jsonl'}",
             "--out", str(out), "--cache-dir", str(out / "cache"),
             "--mirror", f"{ROW['repo']}={semver_mirror}", "--specs", str(HERE / "specs.yaml"),
+            "--probe",
         ]
     )  # fmt: skip
     assert code == 0
@@ -95,6 +96,9 @@ def test_build_local_writes_a_runnable_task(built: Path) -> None:
     assert "tests/test_subclass.py" in task["eval_script"]
     report = json.loads((built / "report.json").read_text())
     assert [r["status"] for r in report] == ["built"]
+    assert (
+        report[0]["network_tests"] == []
+    )  # the probe ran the gold patch: nothing needs the network
     assert "1 of 1 rows can run locally" in (built / "report.md").read_text()
 
 

@@ -84,3 +84,17 @@ def test_a_failed_build_leaves_nothing(tmp_path: Path) -> None:
         builder.build(spec, "x/y", tmp_path, "/testbed")
     assert not (tmp_path / "envs" / spec.key("x/y")).exists()
     assert builder.get(spec.key("x/y")) is None
+
+
+def test_network_tests_leave_the_test_lists() -> None:
+    from patchgym_envs import Task
+    from patchgym_envs.localbuild.probe import without_network_tests
+
+    task = Task(
+        id="t", source_format="swebench", problem_statement="p", eval_script="true",
+        fail_to_pass=["a"], pass_to_pass=["b", "dl"],
+    )  # fmt: skip
+    marked = without_network_tests(task, {"dl": "URLError: no network"})
+    assert marked.pass_to_pass == ["b"] and marked.fail_to_pass == ["a"]
+    assert marked.metadata["network_tests"] == {"dl": "URLError: no network"}
+    assert without_network_tests(task, {}) is task

@@ -193,6 +193,9 @@ def datasets_build_local(
         Path | None,
         typer.Option("--cache-dir", help="mirrors and envs (default ~/.cache/patchgym)"),
     ] = None,
+    probe: Annotated[
+        bool, typer.Option("--probe", help="run each gold patch once to find network-bound tests")
+    ] = False,
 ) -> None:
     """Build the dataset's rows as local tasks: repo at base commit + a uv env, no Docker."""
     from patchgym_envs.localbuild import LocalBuildConfig
@@ -204,7 +207,7 @@ def datasets_build_local(
         fields["python"] = python
     if cache_dir:
         fields["cache_dir"] = cache_dir
-    report = build_local(cfg, LocalBuildConfig.model_validate(fields), console)
+    report = build_local(cfg, LocalBuildConfig.model_validate(fields), console, probe=probe)
     if not report.built:
         raise typer.Exit(1)
 

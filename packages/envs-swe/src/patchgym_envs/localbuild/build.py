@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from patchgym_envs.converters.swebench_eval import eval_script
 from patchgym_envs.localbuild.envs import EnvBuilder, EnvInfo, disk_usage
 from patchgym_envs.localbuild.errors import BuildFailed, Unbuildable
+from patchgym_envs.localbuild.probe import without_network_tests
 from patchgym_envs.localbuild.repos import RepoCache
 from patchgym_envs.localbuild.specs import EnvSpec, buildable, load_specs
 from patchgym_envs.task import Task
@@ -56,13 +57,14 @@ class LocalBuildConfig(BaseModel):
 class Outcome(BaseModel):
     id: str
     repo: str
-    status: Literal["built", "unbuildable", "failed"]
+    status: Literal["built", "unbuildable", "failed", "needs_network"]
     reason: str = ""
     env_key: str | None = None
     env_shared: bool = False
     template_bytes: int = 0
     env_bytes: int = 0
     build_s: float = 0.0
+    network_tests: list[str] = Field(default_factory=list)
 
 
 class BuildReport(BaseModel):
@@ -79,17 +81,17 @@ class BuildReport(BaseModel):
         return (
             f"{self.built} of {n} rows can run locally ({len(envs)} environments); "
             f"{sum(o.status == 'unbuildable' for o in self.outcomes)} unbuildable, "
-            f"{sum(o.status == 'failed' for o in self.outcomes)} failed"
+            f"{sum(o.status == 'failed' for o in self.outcomes)} failed, "
+            f"{sum(o.status == 'needs_network' for o in self.outcomes)} need the network"
         )
 
 
-def local_task(task: Task, spec: EnvSpec, env: EnvInfo, template: Path, network: list[str]) -> Task:
+def local_task(task: Task, spec: EnvSpec, env: EnvInfo, template: Path) -> Task:
     paths = [*task.test_files, *task.new_test_files]
     script = eval_script(task.repo, paths, test_cmd=spec.test_command, activate=False)
     metadata = {
         **task.metadata,
         "local_env": {"key": env.key, "path": env.path, "base_prefix": env.base_prefix},
-        "network_tests": network,
     }
     return task.model_copy(
         update={
@@ -140,8 +142,8 @@ class LocalBuilder:
             return out.model_copy(update={"status": "unbuildable", "reason": str(exc)}), None
         except BuildFailed as exc:
             return out.model_copy(update={"status": "failed", "reason": str(exc)}), None
-        network = self.cfg.network_tests.get(task.id, [])
-        built = local_task(task, spec, env, template, network)
+        declared = {t: "declared in config" for t in self.cfg.network_tests.get(task.id, [])}
+        built = without_network_tests(local_task(task, spec, env, template), declared)
         out.env_key = env.key
         out.env_bytes = env.disk_bytes
         out.template_bytes = disk_usage(template)
