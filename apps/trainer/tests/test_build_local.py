@@ -50,9 +50,8 @@ def pip_download(spec: str, dest: Path) -> Path:
     return sdist
 
 
-@pytest.fixture(scope="module")
-def semver_mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("semver")
+def semver_repo(root: Path) -> Path:
+    """semver 3.0.1's sdist committed with fixed dates: always the row's base commit."""
     sdist = pip_download("semver==3.0.1", root / "dl")
     repo = root / "repo"
     with tarfile.open(sdist) as tar:
@@ -69,6 +68,11 @@ def semver_mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "the sdist no longer commits to the row's base"
     )
     return repo
+
+
+@pytest.fixture(scope="module")
+def semver_mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return semver_repo(tmp_path_factory.mktemp("semver"))
 
 
 @pytest.fixture(scope="module")

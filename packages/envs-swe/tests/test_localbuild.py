@@ -74,7 +74,22 @@ def test_network_failures_from_short_summary() -> None:
         "FAILED tests/test_a.py::test_bug - AssertionError: 1 != 2\n"
     )
     assert list(network_failures(log)) == ["tests/test_a.py::test_dl"]
-    assert network_failures(log, ["tests/test_a.py::test_bug"]) == {}
+    bug_only = log.replace("urllib.error.URLError", "KeyError").replace(
+        "Temporary failure in name resolution", "x"
+    )
+    assert network_failures(bug_only, ["tests/test_a.py::test_bug"]) == {}
+
+
+def test_network_evidence_at_import_time() -> None:
+    """pydicom fetches test data at import; the failing test only sees None."""
+    log = (
+        "FAILED t.py::test_read\n"
+        "  data_manager.py:304: UserWarning: A download failure occurred while attempting "
+        "to retrieve color-pl.dcm\n"
+    )
+    found = network_failures(log, ["t.py::test_read"])
+    assert list(found) == ["t.py::test_read"] and "download failure" in found["t.py::test_read"]
+    assert network_failures("FAILED t.py::test_read\n", ["t.py::test_read"]) == {}
 
 
 def test_a_failed_build_leaves_nothing(tmp_path: Path) -> None:

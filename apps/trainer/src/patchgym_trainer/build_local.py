@@ -16,7 +16,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from patchgym_envs import write_jsonl
-from patchgym_envs.localbuild import BuildReport, LocalBuildConfig, LocalBuilder, Outcome
+from patchgym_envs.localbuild import (
+    BuildFailed,
+    BuildReport,
+    LocalBuildConfig,
+    LocalBuilder,
+    Outcome,
+)
 from patchgym_envs.localbuild.probe import probe_gold, without_network_tests
 from patchgym_sandbox import SandboxBackend, create_backend
 from patchgym_trainer.datasets import load_dataset
@@ -62,8 +68,12 @@ async def probe_network(report: BuildReport, backend: SandboxBackend, console: C
     outcomes = {o.id: o for o in report.outcomes}
     kept = []
     for task in report.tasks:
-        found = await probe_gold(task, backend)
         outcome = outcomes[task.id]
+        try:
+            found = await probe_gold(task, backend)
+        except BuildFailed as exc:
+            outcome.status, outcome.reason = "failed", f"probe: {exc}"
+            continue
         outcome.network_tests = sorted(found.network)
         if set(found.network) & set(task.fail_to_pass):
             outcome.status = "needs_network"

@@ -40,6 +40,9 @@ async def probe_gold(task: Task, backend: SandboxBackend) -> Probe:
         verdict = plan.grade_run(run, patch=task.gold_patch)  # type: ignore[arg-type]
     finally:
         await sandbox.close()
+    if verdict.parsed == 0:
+        tail = " | ".join(run.log.strip().splitlines()[-3:])  # type: ignore[union-attr]
+        raise BuildFailed(f"the gold patch's test run gave no test results: {tail[-300:]}")
     failing = [t.name for t in verdict.tests if not t.ok]
     return Probe(failing=failing, network=network_failures(run.log, failing))  # type: ignore[union-attr]
 
