@@ -191,6 +191,7 @@ class LocalSandbox(Sandbox):
             cwd=cwd,
             network=self.spec.network,
             new_session=new_session,
+            mounts=tuple(self.spec.mounts),
         )
 
     def _check_alive(self) -> None:

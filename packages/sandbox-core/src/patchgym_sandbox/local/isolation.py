@@ -33,7 +33,14 @@ def bwrap_path() -> str:
 
 
 def bwrap_prefix(
-    *, root: Path, workdir: str, tmp: Path, cwd: str, network: bool, new_session: bool
+    *,
+    root: Path,
+    workdir: str,
+    tmp: Path,
+    cwd: str,
+    network: bool,
+    new_session: bool,
+    mounts: tuple[str, ...] = (),
 ) -> list[str]:
     argv = [bwrap_path(), "--die-with-parent", "--unshare-all", *_host_root_readonly(workdir)]
     argv += [
@@ -41,8 +48,10 @@ def bwrap_prefix(
         "--proc", "/proc",
         "--bind", str(tmp), "/tmp",
         "--bind", str(root), workdir,
-        "--chdir", cwd,
     ]  # fmt: skip
+    for path in mounts:
+        argv += ["--ro-bind", path, path]
+    argv += ["--chdir", cwd]
     if network:
         argv.insert(3, "--share-net")
     if new_session:
