@@ -8,7 +8,6 @@ that cannot be built is reported with the reason and written nowhere.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from patchgym_envs.bundled.template import cache_home
 from patchgym_envs.converters.swebench_eval import eval_script
 from patchgym_envs.localbuild.envs import EnvBuilder, EnvInfo, disk_usage
 from patchgym_envs.localbuild.errors import BuildFailed, Unbuildable
@@ -28,13 +28,7 @@ SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 def default_cache() -> Path:
-    base = os.environ.get("PATCHGYM_CACHE_DIR")
-    root = (
-        Path(base)
-        if base
-        else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "patchgym"
-    )
-    return root / "localbuild"
+    return cache_home() / "localbuild"
 
 
 class LocalBuildConfig(BaseModel):
