@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from patchgym_sandbox.errors import SandboxFileNotFound
+from patchgym_sandbox.errors import PathOutsideSandbox, SandboxFileNotFound
 
 
 def files_tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
@@ -155,7 +155,12 @@ class _Stopped(Exception):
 
 
 def extract_as(chunks: Iterable[bytes], dest: Path) -> None:
-    """Extract a ``get_archive`` stream so that its single top entry becomes ``dest``."""
+    """Extract a ``get_archive`` stream so that its single top entry becomes ``dest``.
+
+    The stream comes from an untrusted sandbox: tarfile's ``data`` filter refuses absolute
+    or escaping links, ``..`` names, devices and set-id bits, so nothing lands outside
+    ``dest``; a refused member is :class:`PathOutsideSandbox`.
+    """
     with tarfile.open(fileobj=io.BufferedReader(ChunkReader(chunks)), mode="r|") as tar:
         root: str | None = None
         for member in tar:
@@ -164,4 +169,11 @@ def extract_as(chunks: Iterable[bytes], dest: Path) -> None:
                 dest.parent.mkdir(parents=True, exist_ok=True)
             rel = member.name[len(root) :].lstrip("/")
             member.name = str(Path(dest.name) / rel) if rel else dest.name
-            tar.extract(member, dest.parent, filter="data")
+            try:
+                tar.extract(member, dest.parent, filter="data")
+            except tarfile.FilterError as exc:
+                # A link or name planted inside the sandbox that would land outside ``dest``.
+                raise PathOutsideSandbox(
+                    f"download refused {member.name!r}: {exc} (links are kept only when they "
+                    "stay inside the downloaded tree)"
+                ) from exc

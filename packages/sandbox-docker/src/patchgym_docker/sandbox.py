@@ -91,13 +91,15 @@ class DockerSandbox(Sandbox):
             "network_mode": cfg.network_enabled_mode if self.spec.network else cfg.network_mode,
             "init": cfg.init,
         }
-        if res.memory_mb is not None:
-            kwargs["mem_limit"] = f"{res.memory_mb}m"
-            kwargs["memswap_limit"] = f"{res.memory_mb}m"
+        memory_mb = res.memory_mb if res.memory_mb is not None else cfg.default_memory_mb
+        if memory_mb is not None:
+            kwargs["mem_limit"] = f"{memory_mb}m"
+            kwargs["memswap_limit"] = f"{memory_mb}m"
         if res.cpus is not None:
             kwargs["nano_cpus"] = int(res.cpus * 1e9)
-        if res.pids is not None:
-            kwargs["pids_limit"] = res.pids
+        pids = res.pids if res.pids is not None else cfg.default_pids
+        if pids is not None:
+            kwargs["pids_limit"] = pids
         if res.cpu_time_s is not None:
             kwargs["ulimits"] = [Ulimit(name="cpu", soft=res.cpu_time_s, hard=res.cpu_time_s)]
         if cfg.runtime is not None:
@@ -106,6 +108,10 @@ class DockerSandbox(Sandbox):
             kwargs["cap_drop"] = cfg.cap_drop
         if cfg.cap_add:
             kwargs["cap_add"] = cfg.cap_add
+        if cfg.no_new_privileges:
+            kwargs["security_opt"] = ["no-new-privileges"]
+        if cfg.read_only_rootfs:
+            kwargs["read_only"] = True
         if cfg.shm_size_mb is not None:
             kwargs["shm_size"] = f"{cfg.shm_size_mb}m"
         kwargs.update(cfg.extra_host_config)
