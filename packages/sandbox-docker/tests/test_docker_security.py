@@ -148,7 +148,7 @@ async def test_no_engine_socket_inside(backend: DockerBackend, spec: SandboxSpec
         found = await s.exec("find / -xdev -type s 2>/dev/null; ls /proc/1/root/run 2>&1")
         assert ".sock" not in found.stdout, found.output
         probe = await s.exec(
-            "python3 -c \"import socket,sys\n"
+            'python3 -c "import socket,sys\n'
             "for p in ['/var/run/docker.sock','/run/docker.sock','/run/containerd/containerd.sock']:\n"
             "  s=socket.socket(socket.AF_UNIX)\n"
             "  try: s.connect(p); print('CONNECTED', p)\n"
@@ -163,7 +163,7 @@ async def test_host_loopback_unreachable(
 ) -> None:
     async with backend.sandbox(spec) as s:
         r = await s.exec(
-            "python3 -c \"import socket\n"
+            'python3 -c "import socket\n'
             f"try: socket.create_connection(('127.0.0.1', {loopback_server}), 3); print('CONNECTED')\n"
             "except OSError as e: print('refused', e)\"",
             timeout=30,

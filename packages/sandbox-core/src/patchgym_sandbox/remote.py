@@ -18,11 +18,28 @@ from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest
 
 SUPERVISOR_PATH = "/tmp/.patchgym-supervisor.py"
+SERVER_READY = b"- READY "
+"""The exec server's first line (``- READY <pid>``), see :mod:`patchgym_sandbox.serve`."""
 
 
 def supervisor_source() -> bytes:
     """The supervisor script (stdlib only, Python 3.6+) to place inside the sandbox."""
     return resources.files("patchgym_sandbox").joinpath("supervisor.py").read_bytes()
+
+
+def server_source() -> bytes:
+    """The in-sandbox exec server (:mod:`patchgym_sandbox.serve`; stdlib only, Python 3.6+)."""
+    return resources.files("patchgym_sandbox").joinpath("serve.py").read_bytes()
+
+
+def server_request(rid: str, req: ExecRequest) -> bytes:
+    """One request line for the exec server."""
+    return f"{rid} R {encode_request(req)}\n".encode()
+
+
+def server_kill(var: str, token: str) -> bytes:
+    """A line asking the exec server to kill every process carrying ``var=token``."""
+    return f"k K {var} {token}\n".encode()
 
 
 def request_payload(req: ExecRequest) -> dict[str, object]:
