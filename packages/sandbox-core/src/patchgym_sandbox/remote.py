@@ -103,6 +103,19 @@ class FrameDecoder:
         """What came back that was not a frame (an interpreter error, usually)."""
         return decode(b"\n".join([*self._garbage, self._pending]))[-2000:]
 
+    def runner_killed(self) -> ExecResult:
+        """The result of a command whose in-sandbox exec server died while the sandbox lives.
+
+        Only something inside the sandbox can kill the server there (``kill -9 $PPID``), so
+        this is the command's outcome, not an infra failure: exit 137 plus a note on stderr.
+        """
+        self._pending = b""
+        self._capture.feed(
+            2, b"\npatchgym: the command killed the sandbox's exec server (its parent); it ended\n"
+        )
+        status = {"exit_code": 137, "timed_out": False, "idle_timed_out": False, "duration_s": 0.0}
+        return self._capture.result(status)
+
     def result(self) -> ExecResult:
         if self._pending:
             self._line(self._pending)

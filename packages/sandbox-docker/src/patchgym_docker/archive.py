@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from patchgym_sandbox.errors import PathOutsideSandbox, SandboxFileNotFound
+from patchgym_sandbox import tarsafe
+from patchgym_sandbox.errors import SandboxFileNotFound
 
 
 def files_tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
@@ -157,9 +158,9 @@ class _Stopped(Exception):
 def extract_as(chunks: Iterable[bytes], dest: Path) -> None:
     """Extract a ``get_archive`` stream so that its single top entry becomes ``dest``.
 
-    The stream comes from an untrusted sandbox: tarfile's ``data`` filter refuses absolute
-    or escaping links, ``..`` names, devices and set-id bits, so nothing lands outside
-    ``dest``; a refused member is :class:`PathOutsideSandbox`.
+    The stream comes from an untrusted sandbox: :func:`patchgym_sandbox.tarsafe.within`
+    refuses names or links that leave ``dest``, devices and set-id bits; a refused member
+    is :class:`~patchgym_sandbox.errors.PathOutsideSandbox`.
     """
     with tarfile.open(fileobj=io.BufferedReader(ChunkReader(chunks)), mode="r|") as tar:
         root: str | None = None
@@ -170,10 +171,6 @@ def extract_as(chunks: Iterable[bytes], dest: Path) -> None:
             rel = member.name[len(root) :].lstrip("/")
             member.name = str(Path(dest.name) / rel) if rel else dest.name
             try:
-                tar.extract(member, dest.parent, filter="data")
+                tar.extract(member, dest.parent, filter=tarsafe.within(dest))
             except tarfile.FilterError as exc:
-                # A link or name planted inside the sandbox that would land outside ``dest``.
-                raise PathOutsideSandbox(
-                    f"download refused {member.name!r}: {exc} (links are kept only when they "
-                    "stay inside the downloaded tree)"
-                ) from exc
+                raise tarsafe.refused(exc, dest) from exc

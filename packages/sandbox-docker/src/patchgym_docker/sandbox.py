@@ -212,12 +212,11 @@ class DockerSandbox(Sandbox):
         except asyncio.CancelledError:
             self._spawn(self._kill_token(supervised.EXEC_ID_VAR, token))
             raise
-        except ServerGone as exc:
+        except ServerGone:
+            # The container still runs (else SandboxLost here): the command killed its own
+            # runner. That is the task's doing, not infra; the server restarts on the next exec.
             await self._raise_if_lost(f"exec of {req.cmd[:80]!r}")
-            raise InfraError(
-                f"sandbox {self.id}: the exec server died during {req.cmd[:80]!r} (did the command "
-                f"kill it?); it restarts on the next exec. {exc}"
-            ) from None
+            return decoder.runner_killed()
         return decoder.result()
 
     async def _exec_per_call(self, req: ExecRequest) -> ExecResult:

@@ -225,13 +225,11 @@ class K8sSandbox(Sandbox):
         except asyncio.CancelledError:
             server.kill(rid)
             raise
-        except ServerGone as exc:
-            raise await self._lost_or_async(
-                InfraError(
-                    f"sandbox {self.id}: the exec server died during {req.cmd[:80]!r} (did the "
-                    f"command kill it?); it restarts on the next exec. {exc}"
-                )
-            ) from None
+        except ServerGone:
+            # The pod still runs (else SandboxLost here): the command killed its own runner.
+            # That is the task's doing, not infra; the server restarts on the next exec.
+            await self._lost_or_raise(f"exec of {req.cmd[:80]!r}")
+            return decoder.runner_killed()
         return decoder.result()
 
     async def _exec_per_call(self, req: ExecRequest) -> ExecResult:
