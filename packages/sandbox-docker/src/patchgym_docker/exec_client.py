@@ -67,6 +67,8 @@ class ExecServerConnection:
         self._ready = threading.Event()
         self._stderr = bytearray()
         self.alive = True
+        self.exec_id: str | None = None
+        """The engine's id of the server's exec (to tell a killed server from a broken stream)."""
         self._reader = threading.Thread(
             target=self._read_loop, name="patchgym-docker-exec", daemon=True
         )

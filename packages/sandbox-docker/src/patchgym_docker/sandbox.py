@@ -184,6 +184,7 @@ class DockerSandbox(Sandbox):
                 lost_if_missing=self.id,
             )
             conn = ExecServerConnection(hijacked, self._engine.run)
+            conn.exec_id = exec_id
             if not await self._engine.run(lambda: conn.wait_ready(SERVER_READY_TIMEOUT_S)):
                 conn.close()
                 await self._raise_if_lost("the exec server start")
@@ -212,12 +213,34 @@ class DockerSandbox(Sandbox):
         except asyncio.CancelledError:
             self._spawn(self._kill_token(supervised.EXEC_ID_VAR, token))
             raise
-        except ServerGone:
-            # The container still runs (else SandboxLost here): the command killed its own
-            # runner. That is the task's doing, not infra; the server restarts on the next exec.
+        except ServerGone as exc:
             await self._raise_if_lost(f"exec of {req.cmd[:80]!r}")
-            return decoder.runner_killed()
+            if await self._server_exited(server):
+                # The container runs and the server process exited: something inside killed
+                # it (the command, `kill -9 $PPID`). The task's doing, not infra.
+                return decoder.runner_killed()
+            raise InfraError(
+                f"sandbox {self.id}: the stream to the exec server broke during "
+                f"{req.cmd[:80]!r}; it restarts on the next exec. {exc}"
+            ) from None
         return decoder.result()
+
+    async def _server_exited(self, server: ExecServerConnection) -> bool:
+        """Whether the engine saw the exec server's process end (vs. only its stream)."""
+        exec_id = server.exec_id
+        if exec_id is None:
+            return False
+        for _ in range(LOST_CHECKS):
+            info = await self._engine.call(
+                f"inspect the exec server of {self.id}",
+                lambda api: api.exec_inspect(exec_id),
+                idempotent=True,
+                lost_if_missing=self.id,
+            )
+            if not info.get("Running"):
+                return True
+            await asyncio.sleep(LOST_CHECK_INTERVAL_S)
+        return False
 
     async def _exec_per_call(self, req: ExecRequest) -> ExecResult:
         """One ``docker exec`` running the supervisor for this command alone."""

@@ -73,6 +73,9 @@ class ExecServer:
         self._stderr = CappedBuffer(4096)
         self._stop = False
         self.alive = True
+        self.exit_code: int | None = None
+        """The server process's exit code once the kubelet reported one (it exited, e.g.
+        killed from inside); None while it runs or when the stream broke without a status."""
         self._thread = threading.Thread(target=self._pump, name=f"patchgym-k8s-exec-{name}")
         self._thread.daemon = True
         self._thread.start()
@@ -116,6 +119,7 @@ class ExecServer:
         except Exception as exc:  # a broken stream ends the server; pending commands fail
             self._stderr.write(f"\n[stream error: {exc!r}]".encode())
         finally:
+            self.exit_code = ws.exit_status().code
             ws.close()
             self._die()
 

@@ -225,11 +225,16 @@ class K8sSandbox(Sandbox):
         except asyncio.CancelledError:
             server.kill(rid)
             raise
-        except ServerGone:
-            # The pod still runs (else SandboxLost here): the command killed its own runner.
-            # That is the task's doing, not infra; the server restarts on the next exec.
+        except ServerGone as exc:
             await self._lost_or_raise(f"exec of {req.cmd[:80]!r}")
-            return decoder.runner_killed()
+            if server.exit_code is not None:
+                # The pod runs and the kubelet saw the server exit: something inside killed
+                # it (the command, `kill -9 $PPID`). The task's doing, not infra.
+                return decoder.runner_killed()
+            raise InfraError(
+                f"sandbox {self.id}: the exec stream to the pod's exec server broke during "
+                f"{req.cmd[:80]!r}; it restarts on the next exec. {exc}"
+            ) from None
         return decoder.result()
 
     async def _exec_per_call(self, req: ExecRequest) -> ExecResult:
