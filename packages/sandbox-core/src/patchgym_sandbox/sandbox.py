@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from patchgym_sandbox import paths
+from patchgym_sandbox import paths, tarsafe
 from patchgym_sandbox.errors import ConfigError, SandboxClosed
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.spec import SandboxSpec
@@ -219,7 +219,10 @@ class Sandbox(ABC):
             for m in members:
                 rel = m.name[len(root) :].lstrip("/")
                 m.name = str(Path(out.name) / rel) if rel else out.name
-            tar.extractall(out.parent, members=members, filter="data")
+            try:
+                tar.extractall(out.parent, members=members, filter=tarsafe.within(out))
+            except tarfile.FilterError as exc:
+                raise tarsafe.refused(exc, out) from exc
 
     async def put_archive(self, dest_dir: str, tar_bytes: bytes) -> None:
         """Extract an uncompressed tar stream into ``dest_dir`` (created if missing)."""

@@ -68,6 +68,17 @@ def run_as(user: str | None) -> dict[str, int]:
     return ctx
 
 
+def security_context(cfg: K8sConfig, spec: SandboxSpec) -> dict[str, Any]:
+    """The container's securityContext: no privilege escalation, capabilities dropped."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "capabilities": {"drop": ["ALL"], "add": list(cfg.cap_add)},
+        "seccompProfile": {"type": cfg.seccomp_profile},
+        **run_as(spec.user),
+    }
+
+
 def pod_manifest(cfg: K8sConfig, spec: SandboxSpec, name: str, nonce: str) -> dict[str, Any]:
     if not spec.image:
         raise ConfigError("the k8s backend needs SandboxSpec.image (a container image)")
@@ -91,9 +102,7 @@ def pod_manifest(cfg: K8sConfig, spec: SandboxSpec, name: str, nonce: str) -> di
         "env": [{"name": k, "value": v} for k, v in spec.env.items()],
         "resources": resources(cfg, spec),
     }
-    sec = run_as(spec.user)
-    if sec:
-        container["securityContext"] = sec
+    container["securityContext"] = security_context(cfg, spec)
     container = deep_merge(container, cfg.container_overrides)
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
