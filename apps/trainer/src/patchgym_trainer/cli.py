@@ -6,9 +6,10 @@
     patchgym train preset=smoke
     patchgym datasets convert dataset=swe_bench_lite dataset.path=lite.parquet
 
-Errors the app can describe (bad config, missing engine) are printed without a traceback
-and exit with status 2; a run whose result is bad (a task misbehaves, preflight fails)
-exits with status 1.
+Errors the app can describe (bad config, bad data, missing engine) are printed as one
+line without a traceback, with the exit codes of :mod:`patchgym_trainer.failures`; a run
+whose result is bad (a task misbehaves, preflight fails) exits with status 1. Only a bug
+prints a traceback (exit 70); ``--debug`` anywhere on the line prints it for every error.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
+from patchgym_trainer import failures
 from patchgym_trainer.compose import GROUPS, compose, compose_raw, group_options
-from patchgym_trainer.errors import TrainerError
 from patchgym_trainer.schema import AppConfig
 
 app = typer.Typer(
@@ -223,20 +224,17 @@ def datasets_info(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: app errors become one clear line, not a traceback."""
+    """Console-script entry point: expected errors become one line and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
     try:
-        code = app(args=argv, standalone_mode=False)
-    except TrainerError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
-        sys.exit(2)
+        code = app(args=args, standalone_mode=False)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted")
-        sys.exit(130)
-    except (ImportError, ConnectionError) as exc:  # a missing extra, an unreachable hub
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
-        sys.exit(2)
+        sys.exit(failures.SIGINT_EXIT)
     except Exception as exc:
         # Usage errors: typer >= 0.20 raises its vendored click's exceptions, older ones click's;
         # both have show() and exit_code, so no click import is needed (and none may exist).
@@ -246,7 +244,24 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(exit_code)
         if type(exc).__name__ == "Abort":
             sys.exit(1)
-        raise
+        failure = failures.classify(exc)
+        if debug or failure is None:
+            import traceback
+
+            traceback.print_exc()
+        if failure is None:
+            err_console.print(
+                f"[bold red]internal error (a bug, please report it):[/] "
+                f"{escape(type(exc).__name__)}: {escape(failures.one_line(str(exc)))}",
+                highlight=False,
+            )
+            sys.exit(failures.BUG)
+        err_console.print(
+            f"[bold red]{failure.kind}:[/] {escape(failure.message)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        sys.exit(failure.code)
     sys.exit(code if isinstance(code, int) else 0)
 
 

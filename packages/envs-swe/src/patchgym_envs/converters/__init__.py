@@ -60,7 +60,7 @@ def unwrap(row: Mapping[str, Any]) -> Mapping[str, Any]:
 def detect_format(row: Mapping[str, Any]) -> str:
     """Guess a row's format from its columns (see each converter's docstring)."""
     row = unwrap(row)
-    if "source_format" in row and "eval_script" in row:
+    if "source_format" in row and ("eval_script" in row or "problem_statement" in row):
         return "task"
     if "parsed_commit_content" in row:
         return "r2egym"
