@@ -26,7 +26,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from patchgym_envs import grading
+from patchgym_envs import cleanup, grading
 from patchgym_envs.converters import ConvertOptions, convert_row
 from patchgym_envs.grading import Verdict
 from patchgym_envs.looprunner import LoopRunner
@@ -119,6 +119,7 @@ class SWEEnv:
         self._ctx: ToolContext | None = None
         self._runner: LoopRunner | None = None
         self._thread_lock = threading.Lock()
+        cleanup.arm()  # from the constructing (usually main) thread: SIGTERM closes sandboxes
         self._alock: asyncio.Lock | None = None
         self._reset_state()
 
@@ -202,6 +203,16 @@ class SWEEnv:
                     closer.run(self.aclose())
                 finally:
                     closer.stop()
+
+    def close_now(self, timeout: float = 60.0) -> None:
+        """Close from a signal handler: on the env's loop, without taking its thread lock
+        (the interrupted ``step`` may hold it on this very thread)."""
+        runner = self._runner
+        if runner is None:
+            self.close()
+            return
+        future = asyncio.run_coroutine_threadsafe(self.aclose(), runner.loop)
+        future.result(timeout=timeout)
 
     # -- async API -------------------------------------------------------------------
     async def areset(
@@ -304,6 +315,7 @@ class SWEEnv:
         sandbox = backend.sandbox(spec)
         self._sandbox = sandbox
         self._sandbox_made = True
+        cleanup.track(self)
         self._sandbox_loop = asyncio.get_running_loop()
         await sandbox.start()
         await run_setup(sandbox, self.task, command_timeout_s=self.config.setup_timeout_s)
