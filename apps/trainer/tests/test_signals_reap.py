@@ -183,3 +183,58 @@ def test_sweenv_script_signals(local: Local, tmp_path: Path, sig: signal.Signals
         assert patchgym("sandboxes", "reap", "--all-mine", *local.overrides).returncode == 0
         assert listed(local.overrides) == []
     local.assert_clean(ids)
+
+
+def docker_containers(run_id: str) -> list[str]:
+    out = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=patchgym.run-id={run_id}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.split()
+
+
+def docker_rows(pid: int) -> list[list[str]]:
+    out = patchgym("sandboxes", "list", "sandbox=docker")
+    assert out.returncode == 0, out.stderr
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.stdout.splitlines()]
+    return [r for r in rows if len(r) > 2 and f"-{pid}-" in r[2]]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_sweenv_script_signals_docker(tmp_path: Path, sig: signal.Signals) -> None:
+    from patchgym_sandbox.testing.engines import engine_missing
+
+    if (
+        shutil.which("docker") is None
+        or subprocess.run(
+            ["docker", "image", "inspect", "local/bookworm-py"], capture_output=True, check=False
+        ).returncode
+    ):
+        engine_missing("Docker engine not reachable or local/bookworm-py missing")
+    task = bundled_task("semverlib").model_copy(
+        update={"image": "local/bookworm-py", "template": None}
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, json.dumps({"type": "docker"}), task.model_dump_json()]
+    )
+    try:
+        wait_for(lambda: bool(docker_rows(child.pid)), "the container to exist")
+        time.sleep(3)  # the command is running
+        run_id = docker_rows(child.pid)[0][2]
+        assert docker_containers(run_id)
+        child.send_signal(sig)
+        child.wait(timeout=120)
+    finally:
+        child.kill()
+    if sig == signal.SIGTERM:
+        assert child.returncode == 143
+    else:
+        assert docker_containers(run_id)
+        dry = patchgym("sandboxes", "reap", "--run", run_id, "--dry-run", "sandbox=docker")
+        assert dry.returncode == 0 and docker_containers(run_id)
+        out = patchgym("sandboxes", "reap", "--run", run_id, "sandbox=docker")
+        assert out.returncode == 0, out.stderr
+    assert docker_containers(run_id) == []
+    assert docker_rows(child.pid) == []
