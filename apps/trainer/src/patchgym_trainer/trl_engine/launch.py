@@ -126,9 +126,10 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
     ckpt = out_dir / "checkpoint"
     trainer.save_model(str(ckpt))
     tokenizer.save_pretrained(ckpt)
+    trained: Any = trainer.model
     delta = max(
         float((p.detach().cpu() - start_params[n]).abs().max())
-        for n, p in trainer.model.named_parameters()
+        for n, p in trained.named_parameters()
     )
     eps = rollout.episodes
     summary = TrainSummary(
