@@ -98,3 +98,25 @@ def test_unknown_prompt_is_an_error_naming_it(tokenizer: Any, tmp_path: Path) ->
             r._runner.run(r._run_all([[{"role": "user", "content": "who am I"}]], None))
     finally:
         r.close()
+
+
+@require("verl", "cpu")
+def test_cpu_platform_keeps_trainer_device_cpu() -> None:
+    """The platform module verl loads through VERL_USE_EXTERNAL_MODULES (README: the walls)."""
+    from omegaconf import OmegaConf
+    from verl.plugin.platform import platform_manager as pm
+    from verl.utils.device import auto_set_device
+
+    from patchgym_trainer.verl_engine.cpu_platform import PlatformCPU
+
+    assert pm.PlatformRegistry.get("cpu") is PlatformCPU
+    saved = pm._current_platform
+    try:
+        pm._current_platform = PlatformCPU()
+        cfg = OmegaConf.create({"trainer": {"device": "cpu"}})
+        auto_set_device(cfg)
+        assert cfg.trainer.device == "cpu"
+        assert pm._current_platform.communication_backend_name() == "gloo"
+        assert not pm._current_platform.is_ipc_supported()
+    finally:
+        pm._current_platform = saved
