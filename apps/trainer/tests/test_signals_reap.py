@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +125,10 @@ def run_validate(
 
 
 @pytest.fixture
-def local(tmp_path: Path) -> Local:
-    return Local(tmp_path / "state")
+def local(tmp_path: Path) -> Iterator[Local]:
+    yield Local(tmp_path / "state")
+    for marker in Path("/tmp").glob(f"pg-started-{os.getpid()}-*"):
+        marker.unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("command", ["validate", "rollout"])
