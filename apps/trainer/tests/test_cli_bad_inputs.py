@@ -154,3 +154,17 @@ def test_every_command_maps_errors(tmp_path: Path, capsys: pytest.CaptureFixture
         got, err = run(argv, capsys)
         assert got == 3, err
         check_one_line(err, ["a.jsonl:1"])
+
+
+def test_unreachable_backend_is_exit_4(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("patchgym_docker")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-such.sock")
+    for argv in (
+        ["validate", "sandbox=docker", "--out", str(tmp_path)],
+        ["sandboxes", "list", "sandbox=docker"],
+    ):
+        got, err = run(argv, capsys)
+        assert got == 4, err
+        check_one_line(err, ["Docker engine"])

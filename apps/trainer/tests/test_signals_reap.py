@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +100,9 @@ class Local:
             wait_for(lambda s=sid: not processes_with(s), f"processes of {sid} to end", 10)
 
 
-def run_validate(env: Local, tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+def run_validate(
+    env: Local, tmp_path: Path, command: str = "validate"
+) -> tuple[subprocess.Popen[str], Path]:
     marker = Path(f"/tmp/pg-started-{os.getpid()}-{time.monotonic_ns()}")
     data = tmp_path / "tasks.jsonl"
     data.write_text(json.dumps(env.task(marker)) + "\n")
@@ -123,12 +125,15 @@ def run_validate(env: Local, tmp_path: Path) -> tuple[subprocess.Popen[str], Pat
 
 
 @pytest.fixture
-def local(tmp_path: Path) -> Local:
-    return Local(tmp_path / "state")
+def local(tmp_path: Path) -> Iterator[Local]:
+    yield Local(tmp_path / "state")
+    for marker in Path("/tmp").glob(f"pg-started-{os.getpid()}-*"):
+        marker.unlink(missing_ok=True)
 
 
-def test_sigterm_of_validate_closes_everything(local: Local, tmp_path: Path) -> None:
-    child, marker = run_validate(local, tmp_path)
+@pytest.mark.parametrize("command", ["validate", "rollout"])
+def test_sigterm_of_a_run_closes_everything(local: Local, tmp_path: Path, command: str) -> None:
+    child, marker = run_validate(local, tmp_path, command)
     try:
         wait_for(lambda: local.started(marker), "the eval script to start")
         ids = local.ids()
@@ -142,8 +147,9 @@ def test_sigterm_of_validate_closes_everything(local: Local, tmp_path: Path) -> 
     local.assert_clean(ids)
 
 
-def test_sigkill_of_validate_then_reap(local: Local, tmp_path: Path) -> None:
-    child, marker = run_validate(local, tmp_path)
+@pytest.mark.parametrize("command", ["validate", "rollout"])
+def test_sigkill_of_a_run_then_reap(local: Local, tmp_path: Path, command: str) -> None:
+    child, marker = run_validate(local, tmp_path, command)
     try:
         wait_for(lambda: local.started(marker), "the eval script to start")
     finally:

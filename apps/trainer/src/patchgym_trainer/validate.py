@@ -162,6 +162,7 @@ async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> Valid
         transient=False,
     )
     try:
+        await backend.list_sandboxes()  # an unreachable engine fails here, once (exit 4)
         with progress:
             bar = progress.add_task("validate", total=len(tasks) * len(kinds), status="")
 

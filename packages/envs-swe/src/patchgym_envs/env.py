@@ -438,15 +438,14 @@ class SWEEnv:
         Too large, too deep, unreadable, or crashing the parser or a tool: all of these
         are an error observation, and the next step runs in the same sandbox.
         """
-        limits = {
-            "max_bytes": self.config.max_action_bytes,
-            "max_depth": self.config.max_action_depth,
-        }
+        max_bytes, max_depth = self.config.max_action_bytes, self.config.max_action_depth
         try:
             if isinstance(action, (str, Mapping)):
-                check_value(action, **limits)  # before parsing: parsing cost stays bounded
+                check_value(
+                    action, max_bytes=max_bytes, max_depth=max_depth
+                )  # before parsing: parsing cost stays bounded
             call = to_tool_call(action)
-            check_value([call.name, call.arguments], **limits)
+            check_value([call.name, call.arguments], max_bytes=max_bytes, max_depth=max_depth)
         except (ActionParseError, ActionTooLarge) as exc:
             self._format_errors += 1
             return Observation(text=f"ERROR: {exc}", error=True)
