@@ -143,7 +143,7 @@ def tokenizer() -> Any:
 
 
 @pytest.mark.skipif(
-    not has_module("rllm.engine.agent_execution_engine"),
+    SKIP is None and not has_module("rllm.engine.agent_execution_engine"),
     reason="this rLLM has no AgentExecutionEngine (v0.2.x only)",
 )
 def test_v02_agent_execution_engine(sandbox: dict[str, Any], tokenizer: Any) -> None:
@@ -296,3 +296,29 @@ def test_rllm_prompts_match_rllm_swe_agent() -> None:
         theirs.update_from_env("Fix the bug.", 0.0, False, {"max_steps": 5})
         ours.update_from_env("Fix the bug.", 0.0, False, {"max_steps": 5})
         assert ours.chat_completions[:2] == theirs.chat_completions[:2], (scaffold, fn)
+
+
+def test_registered_dataset_loads_through_rllm_registry(tmp_path: Path) -> None:
+    """``patchgym datasets register`` output, read back by this rLLM's ``DatasetRegistry``."""
+    import subprocess
+    import uuid
+
+    name = f"pg_test_{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "RLLM_HOME": str(tmp_path / "home")}
+    if os.environ.get("RLLM_SRC"):
+        env["PYTHONPATH"] = os.pathsep.join([os.environ["RLLM_SRC"], env.get("PYTHONPATH", "")])
+    reg = [sys.executable, "-m", "patchgym_trainer", "datasets", "register", name]
+    done = subprocess.run(reg, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "v0.2 registry" in done.stdout
+    probe = (
+        "from rllm.data.dataset import DatasetRegistry as R\n"
+        f"d = R.load_dataset({name!r}, 'train')\n"
+        "print(len(d), d.get_verl_data_path())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    rows, verl = out.stdout.split()[-2:]
+    assert int(rows) == 6 and verl.endswith("train_verl.parquet")
