@@ -68,7 +68,9 @@ def json_action(action: Any) -> Any:
 class PatchgymSWEAgent(BaseAgent):
     """:class:`patchgym_agents.SWEAgent` behind rLLM's ``BaseAgent`` contract."""
 
-    def __init__(self, scaffold: str = "r2egym", tool_format: str = "text", **kwargs: Any) -> None:
+    def __init__(
+        self, scaffold: str = "r2egym", tool_format: str | None = None, **kwargs: Any
+    ) -> None:
         self.inner = make_agent(scaffold, tool_format=tool_format, **kwargs)
         self._trajectory = Trajectory()
 

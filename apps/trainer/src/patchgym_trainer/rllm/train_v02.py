@@ -1,6 +1,6 @@
 """Train with rLLM v0.2.x's ``AgentTrainer`` on our env and agent (the DeepSWE seed recipe).
 
-    pip install "rllm @ git+https://github.com/rllm-org/rllm@v0.2.1"
+    pip install "rllm @ git+https://github.com/rllm-org/rllm@v0.2.1.post1"
     patchgym datasets register R2E_Gym_Subset dataset=r2e_gym_subset dataset.path=<local copy>
     patchgym datasets register SWE_Bench_Verified dataset=swe_bench_verified dataset.path=<local copy>
     python -m patchgym_trainer.rllm.train_v02 sandbox=k8s          # our overrides, then `--` rLLM's

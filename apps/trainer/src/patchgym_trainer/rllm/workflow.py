@@ -2,7 +2,8 @@
 
 - ``PatchgymSWEWorkflow``: one SWE episode as a ``Workflow``. ``run()`` resets itself
   (``AgentWorkflowEngine`` calls ``run`` without ``reset``; ``UnifiedWorkflowEngine``
-  calls both, which is harmless), owns the episode's sandbox (through
+  calls both, which is harmless); ``agent_args`` reach :class:`patchgym_agents.SWEAgent`
+  (``use_fn_calling``, ``format_model_response``, ``prompts="rllm"``); it owns the episode's sandbox (through
   :class:`PatchgymSWEEnv`, created at the first step) and closes it in ``finally``.
 - ``PatchgymMultiTurnWorkflow``: rLLM's ``MultiTurnWorkflow`` with the same constructor,
   plus what the stock one lacks for a sandboxed env: the episode is graded when it ends
@@ -50,15 +51,16 @@ class PatchgymSWEWorkflow(Workflow):
         *args: Any,
         env_args: dict[str, Any] | None = None,
         scaffold: str = "r2egym",
-        tool_format: str = "text",
+        tool_format: str | None = None,
         max_steps: int = 40,
+        agent_args: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.env_args: dict[str, Any] = dict(env_args or {"sandbox": {"type": "local"}})
         self.env_args.setdefault("scaffold", scaffold)
         self.max_steps = max_steps
-        self.agent = PatchgymSWEAgent(scaffold, tool_format=tool_format)
+        self.agent = PatchgymSWEAgent(scaffold, tool_format=tool_format, **(agent_args or {}))
 
     async def run(self, task: dict[str, Any], uid: str, **kwargs: Any) -> None:
         self.reset(task=task, uid=uid)
