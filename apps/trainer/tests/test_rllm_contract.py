@@ -118,7 +118,54 @@ def test_workflow_matches_workflow_run() -> None:
     assert ast_params(run) == WORKFLOW_RUN
     source = ast.unparse(run)
     assert "finally" in source and "aclose" in source  # owns and closes the sandbox
+    # AgentWorkflowEngine calls run() without reset(): run resets itself, first thing
+    first = run.body[0]
+    assert isinstance(first, ast.Expr) and ast.unparse(first) == "self.reset(task=task, uid=uid)"
+    assert "acompute_final_reward" in source  # max turns are graded
     assert "asyncio.run" not in (SRC / "workflow.py").read_text()
+
+
+def test_multi_turn_workflow_grades_and_closes() -> None:
+    cls = ast_class(SRC / "workflow.py", "PatchgymMultiTurnWorkflow")
+    assert [b.id for b in cls.bases if isinstance(b, ast.Name)] == ["MultiTurnWorkflow"]
+    run = methods(cls)["run"]
+    assert ast_params(run) == WORKFLOW_RUN
+    source = ast.unparse(run)
+    assert "compute_final_reward" in source and "drop_steps_for_infra" in source
+    outer = run.body[0]
+    assert isinstance(outer, ast.Try) and "self.env.close" in ast.unparse(outer.finalbody)
+
+
+def test_env_adapter_raises_infra_failures() -> None:
+    cls = ast_class(SRC / "env_agent.py", "PatchgymSWEEnv")
+    found = methods(cls)
+    for name in ("step", "compute_final_reward"):
+        assert "raise InfraEpisodeError" in ast.unparse(found[name]), name
+
+
+def test_infra_rule_reads_the_env_verdict() -> None:
+    from patchgym_trainer.infra_rule import InfraEpisodeError, infra_error_of
+
+    assert infra_error_of({"reward_valid": True, "resolved": False}) is None
+    assert infra_error_of(None) is None
+    assert infra_error_of({"infra_error": "SandboxLost: gone"}) == "SandboxLost: gone"
+    assert infra_error_of({"reward_valid": False}) == "reward_valid=False"
+    err = InfraEpisodeError("SandboxLost: gone", task_id="t1")
+    assert isinstance(err, RuntimeError) and "t1" in str(err)
+
+
+def test_step_action_is_a_json_value() -> None:
+    tree = ast.parse((SRC / "env_agent.py").read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "json_action")
+    ns: dict[str, object] = {"Any": object}
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), "json_action", "exec"), ns)
+    json_action = ns["json_action"]
+    from patchgym_agents.types import Action
+    from patchgym_envs.tools import ToolCall
+
+    call = Action(action=ToolCall(name="execute_bash", arguments={"cmd": "ls"}))
+    assert json_action(call) == {"name": "execute_bash", "arguments": {"cmd": "ls"}, "id": None}  # type: ignore[operator]
+    assert json_action(Action(action="", format_error="x")) == ""  # type: ignore[operator]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("rllm") is not None, reason="rLLM is installed")
@@ -146,6 +193,8 @@ def test_sandbox_adapter_on_the_local_backend(tmp_path: Path) -> None:
             with pytest.raises(subprocess.CalledProcessError) as info:
                 sb.exec("echo out; echo err >&2; exit 3")
             assert info.value.returncode == 3 and "out" in info.value.output
+            assert sb.exec("echo as-root", user="root") == "as-root\n"  # no users: ignored
+            assert sb.exec("echo again", user="root") == "again\n"
             sb.upload_file(str(local), "payload.txt")
             assert sb.exec("cat payload.txt") == "hello rllm\n"
             sb.upload_dir(str(folder), "up")

@@ -18,7 +18,7 @@ import asyncio
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 from rich.console import Console
@@ -170,12 +170,15 @@ def datasets_convert(
 def datasets_register(
     name: Annotated[str, typer.Argument(help="registry name (rLLM DatasetRegistry layout)")],
     overrides: Overrides = None,
+    rllm_version: Annotated[
+        str, typer.Option(help="registry layouts to write: current, v0.2 or both")
+    ] = "both",
 ) -> None:
     """Write the dataset under $RLLM_HOME (or ~/.rllm)/datasets/<name>/<split>.parquet (+ _verl)."""
-    from patchgym_trainer.dataset_commands import register
+    from patchgym_trainer.dataset_commands import RLLMVersion, register
 
     cfg = compose(overrides or [])
-    register(cfg, name, console)
+    register(cfg, name, console, cast("RLLMVersion", rllm_version))
 
 
 @datasets_app.command("build-local")

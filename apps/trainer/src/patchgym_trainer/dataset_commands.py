@@ -5,14 +5,23 @@ name: ``$RLLM_HOME/datasets/<name>/<split>.parquet`` holds one row per task (the
 fields, what rLLM's ``SWEEnv.from_dict`` receives) and ``<split>_verl.parquet`` the verl
 layout (``prompt`` placeholder, ``extra_info`` = the task); a ``registry.json`` beside
 the datasets lists names and splits in rLLM's v2 format. Without ``RLLM_HOME`` the root is ``~/.rllm``.
+
+rLLM v0.2.x reads a different registry: ``DatasetRegistry._REGISTRY_FILE`` is
+``<installed rllm package>/registry/dataset_registry.json`` (``rllm/data/dataset.py:165-166``
+at v0.2.1.post1), a flat ``{name: {split: absolute path of <split>.parquet}}``; the verl
+file is found by replacing ``.parquet`` with ``_verl.parquet``. ``--rllm-version``
+picks which layouts are written: ``current``, ``v0.2`` or ``both`` (the default; ``v0.2``
+is written where an rLLM package is importable, and skipped with a note otherwise).
+The current rLLM also falls back to that legacy file, so ``both`` serves both.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.table import Table
@@ -61,15 +70,57 @@ def write_task_parquet(tasks: list[Task], path: Path) -> Path:
     return path
 
 
-def register(cfg: AppConfig, name: str, console: Console) -> Path:
+RLLMVersion = Literal["current", "v0.2", "both"]
+
+
+def legacy_registry_file() -> Path | None:
+    """rLLM v0.2.x's registry file inside the importable ``rllm`` package (None: not installed)."""
+    spec = importlib.util.find_spec("rllm")
+    for root in (spec.submodule_search_locations or []) if spec is not None else []:
+        if (Path(root) / "data").is_dir():
+            return Path(root).resolve() / "registry" / "dataset_registry.json"
+    return None
+
+
+def register(
+    cfg: AppConfig, name: str, console: Console, rllm_version: RLLMVersion = "both"
+) -> Path:
+    if rllm_version not in ("current", "v0.2", "both"):
+        raise TrainerError(f"--rllm-version {rllm_version!r} — allowed: current, v0.2, both")
+    legacy = legacy_registry_file() if rllm_version != "current" else None
+    if rllm_version == "v0.2" and legacy is None:
+        raise TrainerError(
+            "--rllm-version v0.2 writes into the installed rLLM package's registry, and no "
+            "`rllm` package is importable here; install rLLM v0.2.x in this environment"
+        )
     tasks = _load(cfg, console)
     split = cfg.dataset.split
     folder = registry_dir() / name
     raw = write_task_parquet(tasks, folder / f"{split}.parquet")
     write_verl_parquet(tasks, folder / f"{split}_verl.parquet", data_source=name, split=split)
-    update_registry(name, split, raw, len(tasks), source=cfg.dataset.path or cfg.dataset.source)
+    if rllm_version != "v0.2":
+        update_registry(name, split, raw, len(tasks), source=cfg.dataset.path or cfg.dataset.source)
+    if legacy is not None:
+        update_legacy_registry(legacy, name, split, raw)
+        console.print(f"rLLM v0.2 registry: {legacy}")
+    elif rllm_version == "both":
+        console.print("no rLLM package importable: wrote the current layout only (v0.2 skipped)")
     console.print(f"registered {name}/{split}: {len(tasks)} tasks in {folder}")
     return folder
+
+
+def update_legacy_registry(index_path: Path, name: str, split: str, path: Path) -> Path:
+    """rLLM v0.2.x's ``dataset_registry.json``: ``{name: {split: absolute parquet path}}``."""
+    index: dict[str, Any] = {}
+    if index_path.is_file():
+        try:
+            index = json.loads(index_path.read_text())
+        except json.JSONDecodeError:
+            index = {}
+    index.setdefault(name, {})[split] = str(path.resolve())
+    index_path.parent.mkdir(parents=True, exist_ok=True)
+    index_path.write_text(json.dumps(index, indent=2))
+    return index_path
 
 
 def update_registry(name: str, split: str, path: Path, rows: int, *, source: str) -> Path:

@@ -11,17 +11,26 @@ The loop (any engine: our runner, rLLM's execution engine, a verl agent loop)::
         agent.update_from_env(obs, reward, done, info)
 
 A malformed reply gives an :class:`Action` whose ``action`` is ``""`` (the environment
-executes nothing and counts a step); the observation then shown to the model is the
-parser's explanation, and :attr:`SWEAgent.format_errors` counts it.
+executes nothing and, as in rLLM, does not count it as a step); the observation then
+shown to the model is the parser's explanation, and :attr:`SWEAgent.format_errors`
+counts it.
+
+rLLM's ``SWEAgent`` arguments are accepted with their meaning: ``use_fn_calling`` picks
+the tool format (``True`` = native tool calls, ``False`` = ``<function=...>`` text),
+``format_model_response`` stores the assistant turn as ``thought + canonical call``
+instead of the raw reply, and ``prompts="rllm"`` uses rLLM's own SWE prompts (read from
+the installed rLLM, see :mod:`patchgym_agents.prompts_rllm`) with its "Steps Remaining"
+line on every observation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from patchgym_agents.history import ContextBudget, History, TokenCounter, approx_tokens
 from patchgym_agents.parsing import FORMAT_HINT, ParseResult, parse_text, parse_tool_calls
+from patchgym_agents.prompts_rllm import rllm_templates, steps_note
 from patchgym_agents.scaffolds import AgentScaffold, ToolFormat, agent_scaffold
 from patchgym_agents.types import Action, ModelReply, Step, Trajectory
 
@@ -38,11 +47,30 @@ class SWEAgent:
         token_counter: TokenCounter = approx_tokens,
         workdir: str = "/testbed",
         name: str = "swe_agent",
+        use_fn_calling: bool | None = None,
+        format_model_response: bool = False,
+        prompts: Literal["patchgym", "rllm"] = "patchgym",
     ) -> None:
         self.scaffold = (
             scaffold if isinstance(scaffold, AgentScaffold) else agent_scaffold(scaffold)
         )
+        if use_fn_calling is not None:
+            wanted: ToolFormat = "native" if use_fn_calling else "text"
+            if tool_format is not None and tool_format != wanted:
+                raise ValueError(
+                    f"use_fn_calling={use_fn_calling} conflicts with tool_format={tool_format!r}; "
+                    "set one of them"
+                )
+            tool_format = wanted
         self.tool_format: ToolFormat = tool_format or self.scaffold.default_format
+        if prompts not in ("patchgym", "rllm"):
+            raise ValueError(f"prompts={prompts!r} — allowed: 'patchgym', 'rllm'")
+        if prompts == "rllm" and self.scaffold.name not in ("r2egym", "sweagent"):
+            raise ValueError(
+                f"prompts='rllm' exists for the r2egym and sweagent scaffolds, not {self.scaffold.name!r}"
+            )
+        self.prompts = prompts
+        self.format_model_response = format_model_response
         self.budget = (
             budget if isinstance(budget, ContextBudget) else ContextBudget(max_tokens=budget)
         )
@@ -63,6 +91,7 @@ class SWEAgent:
         self.format_errors = 0
         self.model_steps = 0
         self.max_elided = 0
+        self._max_steps: int | None = None
 
     @property
     def chat_completions(self) -> list[dict[str, Any]]:
@@ -96,6 +125,9 @@ class SWEAgent:
             self._start(observation, info)
             return
         text = self._observation_text(observation)
+        if self.prompts == "rllm":
+            self._max_steps = info.get("max_steps") or self._max_steps
+            text += steps_note(self._max_steps, self.model_steps, info.get("cur_tokens"))
         step = self.get_current_state()
         if step is not None:
             step.next_observation = text
@@ -121,7 +153,11 @@ class SWEAgent:
         parsed = self._parse(reply)
         self.model_steps += 1
         action = self._action(parsed)
-        assistant: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        content = reply.content
+        if self.format_model_response:
+            call = "" if action.malformed or parsed.call is None else render_call(parsed.call)
+            content = f"{parsed.thought}\n\n{call}"
+        assistant: dict[str, Any] = {"role": "assistant", "content": content}
         if parsed.call is not None and not action.malformed and reply.tool_calls:
             call_id = parsed.call.id or f"call_{self.model_steps}"
             self._pending_call_id = call_id
@@ -169,12 +205,16 @@ class SWEAgent:
         if isinstance(observation, Mapping):
             problem = observation.get("problem_statement") or observation.get("task") or ""
         workdir = str(info.get("workdir") or self.workdir)
-        self._history.add(
-            {"role": "system", "content": self.scaffold.system_prompt(self.tool_format, workdir)}
-        )
-        self._history.add(
-            {"role": "user", "content": self.scaffold.task_prompt(str(problem), workdir)}
-        )
+        if self.prompts == "rllm":
+            system, user = rllm_templates(self.scaffold.name, self.tool_format == "native")
+            self._max_steps = info.get("max_steps")
+            first = user.format(problem_statement=str(problem))
+            first += steps_note(self._max_steps, self.model_steps, info.get("cur_tokens"))
+        else:
+            system = self.scaffold.system_prompt(self.tool_format, workdir)
+            first = self.scaffold.task_prompt(str(problem), workdir)
+        self._history.add({"role": "system", "content": system})
+        self._history.add({"role": "user", "content": first})
         self._current_obs = str(problem)
         self._trajectory.task = info.get("task_id") or str(problem)[:200]
 
@@ -196,6 +236,14 @@ class SWEAgent:
                 "ran. Call one tool per reply.]"
             )
         return text
+
+
+def render_call(call: Any) -> str:
+    """A tool call as canonical ``<function=...>`` text (rLLM's ``format_model_response``)."""
+    params = "".join(
+        f"<parameter={k}>{v}</parameter>\n" for k, v in dict(call.arguments or {}).items()
+    )
+    return f"<function={call.name}>\n{params}</function>"
 
 
 def _as_reply(response: str | ModelReply | Mapping[str, Any], tool_calls: Any) -> ModelReply:

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -26,7 +27,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from patchgym_envs import cleanup, grading
+from patchgym_envs import cleanup, grading, rllm_compat
 from patchgym_envs.converters import ConvertOptions, convert_row
 from patchgym_envs.grading import Verdict
 from patchgym_envs.looprunner import LoopRunner
@@ -55,6 +56,8 @@ from patchgym_sandbox import (
     SandboxLost,
     create_backend,
 )
+
+_log = logging.getLogger(__name__)
 
 DoneReason = Literal["submitted", "max_steps", "timeout", "infra_error", "closed"]
 
@@ -90,6 +93,9 @@ class EnvConfig(BaseModel):
 
 
 ENV_ARG_KEYS = frozenset(EnvConfig.model_fields)
+RLLM_ROW_KEYS = frozenset({"step_timeout", "reward_timeout", "delete_image", "verbose"})
+"""rLLM's env args that ``from_dict`` takes out of a merged row (``entry``/``dataset`` stay)."""
+TASK_ROW_KEYS = frozenset(Task.model_fields)
 
 
 class SWEEnv:
@@ -100,14 +106,20 @@ class SWEEnv:
         task: Task | Mapping[str, Any] | None = None,
         *,
         config: EnvConfig | Mapping[str, Any] | None = None,
-        backend: SandboxBackend | None = None,
+        backend: SandboxBackend | str | None = None,
         idx: Any = None,
         **env_args: Any,
     ) -> None:
+        # rLLM's SWEEnv spellings (see rllm_compat): entry/dataset, backend="kubernetes", ...
+        task, self._eval_timeout, self.verbose = rllm_compat.translate(env_args, task=task, idx=idx)
+        if isinstance(backend, str):
+            env_args["sandbox"] = rllm_compat.backend_sandbox(backend, env_args.get("sandbox"))
+            backend = None
+        rllm_compat.check_unknown(env_args, ENV_ARG_KEYS)
         base = EnvConfig.model_validate(dict(config)) if isinstance(config, Mapping) else config
         merged = {**(base.model_dump() if base else {}), **env_args}
         self.config = EnvConfig.model_validate(merged)
-        self.task: Task | None = _as_task(task) if task is not None else None
+        self.task: Task | None = self._task_of(task) if task is not None else None
         self.scaffold: Scaffold = get_scaffold(self.config.scaffold)
         if self.config.reward is not None:
             grading.check_reward_config(self.config.reward)
@@ -138,7 +150,8 @@ class SWEEnv:
         import json
 
         data: dict[str, Any] = json.loads(info) if isinstance(info, str) else dict(info)
-        env_args = {k: data.pop(k) for k in list(data) if k in ENV_ARG_KEYS}
+        env_args = {k: data.pop(k) for k in list(data) if k in ENV_ARG_KEYS | RLLM_ROW_KEYS}
+        rllm_compat.check_task_row(data, TASK_ROW_KEYS)
         idx = data.pop("idx", data.get("index"))
         task = data.pop("task", None)
         backend = data.pop("backend", None)
@@ -155,6 +168,11 @@ class SWEEnv:
     @idx.setter
     def idx(self, value: Any) -> None:
         self._idx = value
+
+    @property
+    def infra_error(self) -> str | None:
+        """The infrastructure failure that ended this episode, if any (then the reward is void)."""
+        return self._infra_error
 
     @property
     def verdict(self) -> Verdict | None:
@@ -259,7 +277,7 @@ class SWEEnv:
 
     def _reset_sync(self, task: Task | Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
         if task is not None:
-            self.task = _as_task(task)
+            self.task = self._task_of(task)
         if self.task is None:
             raise ValueError(
                 "SWEEnv has no task: pass one to the constructor or to reset(task=...)"
@@ -272,6 +290,12 @@ class SWEEnv:
             "workdir": self.task.workdir,
             "max_steps": self.config.max_steps,
         }
+
+    def _task_of(self, task: Task | Mapping[str, Any]) -> Task:
+        out = _as_task(task)
+        if self._eval_timeout is not None:
+            out = out.model_copy(update={"eval_timeout": self._eval_timeout})
+        return out
 
     def _loop(self) -> LoopRunner:
         if self._runner is None:
@@ -409,14 +433,20 @@ class SWEEnv:
             ctx = await self._ensure_sandbox()
             remaining = self.config.episode_timeout_s - (time.monotonic() - self._started_at)
             ctx.settings.command_timeout_s = max(1.0, min(self.config.step_timeout_s, remaining))
+            errors_before = self._format_errors
             obs = await self._act(action, ctx)
-            self._steps += 1
+            if self._format_errors == errors_before:  # a malformed action is not a step (rLLM)
+                self._steps += 1
+            if self.verbose:
+                _log.info(
+                    "task %s step %d: %r -> %s", self.task.id, self._steps, action, obs.text[:200]
+                )
             elapsed = time.monotonic() - self._started_at
             if obs.submitted:
                 await self._finish("submitted")
             elif elapsed >= self.config.episode_timeout_s:
                 await self._finish("timeout")
-            elif self._steps >= self.config.max_steps:
+            elif max(self._steps, self._format_errors) >= self.config.max_steps:
                 await self._finish("max_steps")
         except (InfraError, SandboxClosed) as exc:
             self._infra(exc)

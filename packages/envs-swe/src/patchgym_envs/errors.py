@@ -82,3 +82,7 @@ from patchgym_sandbox.errors import InfraError  # noqa: E402
 
 class SetupFailed(InfraError):
     """A task's setup commands failed: the environment is broken, not the policy."""
+
+
+class EnvConfigError(EnvsError, ValueError):
+    """A bad environment argument (unknown key, unsupported value); the message names it."""

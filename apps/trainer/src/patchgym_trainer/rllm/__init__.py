@@ -1,7 +1,7 @@
 """rLLM adapters (importable only where rLLM is installed; rLLM is not on PyPI).
 
     pip install "rllm @ git+https://github.com/rllm-org/rllm@9beb6e0f676a46d38858991fd79ac5f8e0b16d4c"   # current (Workflow API)
-    pip install "rllm @ git+https://github.com/rllm-org/rllm@v0.2.1"                                       # v0.2.x (AgentTrainer + env/agent classes)
+    pip install "rllm @ git+https://github.com/rllm-org/rllm@v0.2.1.post1"                                    # v0.2.x (AgentTrainer + env/agent classes)
 
 - :mod:`.sandbox_adapter` — our :class:`~patchgym_sandbox.Sandbox` behind rLLM's
   ``Sandbox`` protocol (no rLLM import needed; structural typing);
@@ -17,7 +17,7 @@ from __future__ import annotations
 from patchgym_trainer.errors import MissingExtra
 
 RLLM_REF = "9beb6e0f676a46d38858991fd79ac5f8e0b16d4c"
-RLLM_V02_REF = "v0.2.1"
+RLLM_V02_REF = "v0.2.1.post1"
 RLLM_INSTALL = f'pip install "rllm @ git+https://github.com/rllm-org/rllm@{RLLM_REF}"'
 
 

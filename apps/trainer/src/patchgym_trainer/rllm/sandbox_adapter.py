@@ -6,14 +6,21 @@ catch); ``upload_file`` / ``upload_dir`` copy from the local machine; ``close`` 
 ``is_alive`` never raises. This adapter drives one of our async sandboxes through the
 sync facade's loop thread, so it works from rLLM's worker threads. No rLLM import: the
 protocol is structural.
+
+``user``: rLLM's harnesses pass ``user="root"``; rLLM's protocol lets a backend without
+users ignore it. A backend that refuses ``user`` (the local one raises ``ConfigError``)
+gets the command without it, and the adapter logs that once per sandbox.
 """
 
 from __future__ import annotations
 
+import logging
 import subprocess
 from typing import Any
 
-from patchgym_sandbox import SandboxError, SyncBackend, SyncSandbox
+from patchgym_sandbox import ConfigError, SandboxError, SyncBackend, SyncSandbox
+
+_log = logging.getLogger(__name__)
 
 
 class RLLMSandbox:
@@ -22,6 +29,7 @@ class RLLMSandbox:
     def __init__(self, sandbox: SyncSandbox, *, default_timeout_s: float = 600.0) -> None:
         self._sb = sandbox
         self.default_timeout_s = default_timeout_s
+        self._users_ignored = False
 
     @classmethod
     def create(cls, backend: SyncBackend, **spec: Any) -> RLLMSandbox:
@@ -33,11 +41,18 @@ class RLLMSandbox:
         return self._sb
 
     def exec(self, command: str, timeout: float | None = None, user: str | None = None) -> str:
-        res = self._sb.exec(command, timeout=timeout or self.default_timeout_s, user=user)
+        deadline = timeout or self.default_timeout_s
+        if user is not None and not self._users_ignored:
+            try:
+                res = self._sb.exec(command, timeout=deadline, user=user)
+            except ConfigError as exc:
+                self._users_ignored = True
+                _log.warning("sandbox has no users (%s); ignoring user=%r from now on", exc, user)
+                res = self._sb.exec(command, timeout=deadline)
+        else:
+            res = self._sb.exec(command, timeout=deadline)
         if res.timed_out:
-            raise subprocess.TimeoutExpired(
-                command, timeout or self.default_timeout_s, res.stdout, res.stderr
-            )
+            raise subprocess.TimeoutExpired(command, deadline, res.stdout, res.stderr)
         if res.exit_code != 0:
             raise subprocess.CalledProcessError(res.exit_code, command, res.stdout, res.stderr)
         return res.stdout

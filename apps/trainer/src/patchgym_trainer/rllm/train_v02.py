@@ -1,6 +1,6 @@
 """Train with rLLM v0.2.x's ``AgentTrainer`` on our env and agent (the DeepSWE seed recipe).
 
-    pip install "rllm @ git+https://github.com/rllm-org/rllm@v0.2.1"
+    pip install "rllm @ git+https://github.com/rllm-org/rllm@v0.2.1.post1"
     patchgym datasets register R2E_Gym_Subset dataset=r2e_gym_subset dataset.path=<local copy>
     patchgym datasets register SWE_Bench_Verified dataset=swe_bench_verified dataset.path=<local copy>
     python -m patchgym_trainer.rllm.train_v02 sandbox=k8s          # our overrides, then `--` rLLM's
@@ -13,6 +13,7 @@ seed recipe's (:data:`SEED_OVERRIDES`, from rLLM's ``train_deepswe_32b.sh``).
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 SEED_OVERRIDES: list[str] = [
     "algorithm.adv_estimator=rloo",
@@ -61,6 +62,23 @@ TRAIN_DATASET = "R2E_Gym_Subset"
 VAL_DATASET = "SWE_Bench_Verified"
 
 
+def load_registered(registry: Any, name: str, split: str) -> Any:
+    """``DatasetRegistry.load_dataset``, which returns None on a miss: make that an error."""
+    dataset = registry.load_dataset(name, split)
+    if dataset is None:
+        from patchgym_trainer.dataset_commands import legacy_registry_file
+        from patchgym_trainer.errors import TrainerError
+
+        where = legacy_registry_file()
+        raise TrainerError(
+            f"rLLM's DatasetRegistry has no dataset {name!r} split {split!r} (registry: "
+            f"{where or 'no rllm package found'}); register it with "
+            f"`patchgym datasets register {name} dataset=... dataset.split={split}` "
+            "run in the environment where rLLM v0.2 is installed"
+        )
+    return dataset
+
+
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     ours, theirs = (
@@ -73,6 +91,15 @@ def main(argv: list[str] | None = None) -> None:
     cfg = compose(ours)
     require_rllm()
     from rllm.data import DatasetRegistry  # pyright: ignore[reportMissingImports]
+
+    from patchgym_trainer.errors import TrainerError
+
+    try:  # before the trainer import (verl, ray): a missing dataset is the first thing to say
+        train = load_registered(DatasetRegistry, TRAIN_DATASET, "train")
+        val = load_registered(DatasetRegistry, VAL_DATASET, "test")
+    except TrainerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     from rllm.trainer.agent_trainer import AgentTrainer  # pyright: ignore[reportMissingImports]
 
     from patchgym_trainer.rllm.env_agent import PatchgymSWEAgent, PatchgymSWEEnv
@@ -83,8 +110,8 @@ def main(argv: list[str] | None = None) -> None:
         agent_args={"scaffold": cfg.agent.scaffold, "tool_format": cfg.agent.tool_format},
         env_args=cfg.env_args(),
         config=[*SEED_OVERRIDES, *theirs],
-        train_dataset=DatasetRegistry.load_dataset(TRAIN_DATASET, "train"),
-        val_dataset=DatasetRegistry.load_dataset(VAL_DATASET, "test"),
+        train_dataset=train,
+        val_dataset=val,
     )
     trainer.train()
 

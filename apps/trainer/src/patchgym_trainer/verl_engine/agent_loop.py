@@ -12,7 +12,8 @@ entry (``env_args``, ``agent``) are our settings (see :mod:`.launch`). Per sampl
    observation is appended as a chat message whose template tokens get mask 0;
 4. at the end the verdict's reward is the sample's ``reward_score``; an infrastructure
    failure (lost sandbox, image missing, ...) zeroes the whole response mask and sets
-   ``extra_fields["reward_valid"] = False`` so no gradient comes from a fake 0.
+   ``extra_fields["reward_valid"] = False`` so no gradient comes from a fake 0 (the rule
+   shared with the rLLM adapters: :mod:`patchgym_trainer.infra_rule`).
 
 The sandbox is created lazily by :class:`patchgym_envs.SWEEnv` and always closed in
 ``finally``. Everything is awaited on verl's loop; nothing here calls ``asyncio.run``.
@@ -35,6 +36,7 @@ from verl.experimental.agent_loop.agent_loop import (
 from patchgym_agents import SWEAgent, make_agent
 from patchgym_envs import SWEEnv, Task
 from patchgym_sandbox import InfraError, SandboxClosed
+from patchgym_trainer.infra_rule import infra_error_of
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +144,7 @@ class SWEAgentLoop(AgentLoopBase):
             if not env.done:
                 reward = await env.acompute_final_reward()
                 info = {"verdict": env.verdict.model_dump(mode="json")} if env.verdict else {}
-            if info.get("infra_error"):
-                infra_error = str(info["infra_error"])
+            infra_error = infra_error_of(info) or env.infra_error  # patchgym_trainer.infra_rule
         except (InfraError, SandboxClosed) as exc:
             infra_error = f"{type(exc).__name__}: {exc}"
         finally:
