@@ -97,6 +97,7 @@ _EXCEPTION = re.compile(
 )
 _PYTEST_CRASH = re.compile(
     r"^(ImportError while (?:loading conftest|importing test module) .*)$"
+    r"|^!+ (Interrupted: .*?) !+$"
     r"|^(ERROR: .*)$"
     r"|^(.*: error: .*)$",
     re.MULTILINE,

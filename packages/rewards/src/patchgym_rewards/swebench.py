@@ -164,6 +164,14 @@ def grade_swebench(
     outcomes = grade_tests(status_map, fail_to_pass, pass_to_pass, eval_type)
     status = resolution(outcomes)
     resolved = status is ResolvedStatus.FULL
+    if strict and outcomes and all(o.status is None for o in outcomes):
+        crash = crash_line(text[begin:end])
+        if crash is not None:  # e.g. a collection error: no graded test ran at all
+            return _rejected(
+                f"the test run crashed before reporting a result: {crash}",
+                exit_code,
+                parsed=len(status_map),
+            )
     return Verdict(
         resolved=resolved,
         status=status,
