@@ -236,3 +236,19 @@ def test_swesmith_guards() -> None:
 def test_bad_parser_name_fails_before_grading() -> None:
     with pytest.raises(LookupError, match="unknown log parser 'nope'"):
         grade_swebench(eval_log(SUITE), ["a"], [], log_parser="nope")
+
+
+def test_readme_example_grades_a_plain_log_as_written() -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    match = re.search(r'log = """\\\n(.*?)"""', readme, re.DOTALL)
+    assert match is not None
+    verdict = grade_swebench(
+        match.group(1),
+        fail_to_pass=["tests/test_x.py::test_bug"],
+        pass_to_pass=["tests/test_x.py::test_ok"],
+        log_parser="pytest",
+    )
+    assert verdict.resolved and verdict.rejected is None

@@ -166,6 +166,10 @@ def grade_swebench(
     resolved = status is ResolvedStatus.FULL
     if strict and outcomes and all(o.status is None for o in outcomes):
         crash = crash_line(text[begin:end])
+        if crash is not None and patch is not None and not patch.strip():
+            return Verdict.infra(
+                f"the unchanged repository's tests do not run: {crash}", exit_code=exit_code
+            )
         if crash is not None:  # e.g. a collection error: no graded test ran at all
             return _rejected(
                 f"the test run crashed before reporting a result: {crash}",
