@@ -59,6 +59,7 @@ async def test_hack_grades_zero_with_its_reason(repo: tuple[Path, str, str], hac
     assert verdict.reward == 0.0 and not verdict.resolved, verdict
     assert verdict.infra_error is None, verdict
     assert set(hack.reverted) <= set(verdict.reverted), verdict.reverted
+    assert len(set(verdict.reverted)) == len(verdict.reverted)
     if hack.reason:
         assert verdict.rejected and hack.reason in verdict.rejected, verdict
     elif hack.reason == "":

@@ -151,8 +151,9 @@ async def revert_steering(
         if not steers(path, added=added, tests=tests):
             continue
         prefix = runner_prefix(path) if added else None
-        if prefix is not None and not is_test_path(path) and prefix not in remove:
-            remove.append(prefix)
+        if prefix is not None and not is_test_path(path):
+            if prefix not in remove:
+                remove.append(prefix)
         elif added:
             remove.append(path)
         else:
