@@ -1,4 +1,11 @@
-"""Benchmark: grade a ~50 MB real pytest log with patchgym-rewards and with swebench 5.0.2.
+"""Benchmark: grading cost. Two parts, each against a baseline measured in the same run.
+
+``--what log``: grade a ~50 MB real pytest log with patchgym-rewards and with swebench
+5.0.2. ``--what episode``: per-episode grading time through ``SWEEnv`` (gold patch on a
+bundled task, the ``finish`` step timed), fresh grading sandbox vs the episode's own
+sandbox, on the local backend and on docker, round-robin, ratio fresh/same::
+
+    uv run python bench/grading.py --what episode [--episodes 8] [--backends local,docker]
 
 Not a test: it prints numbers and never fails on them. The log is produced once by
 actually running a generated pytest suite (``pytest -rA --tb=long``: captured output
@@ -14,6 +21,7 @@ import argparse
 import gc
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -105,13 +113,74 @@ def peak_mib(fn: Callable[[], Any]) -> float:
         tracemalloc.stop()
 
 
+def grading_step_s(sandbox: dict[str, Any], where: str, task_name: str) -> float:
+    """One gold episode; seconds spent in the ``finish`` step (diff, grading, close)."""
+    from patchgym_envs import SWEEnv, bundled_task
+
+    task = bundled_task(task_name)
+    env = SWEEnv(task, sandbox=sandbox, max_steps=4, grading={"sandbox": where})
+    try:
+        env.reset()
+        gold = f"git apply - <<'PATCH_EOF'\n{task.gold_patch}PATCH_EOF"
+        env.step({"name": "execute_bash", "arguments": {"cmd": gold}})
+        start = time.perf_counter()
+        _, reward, done, info = env.step({"name": "finish", "arguments": {}})
+        elapsed = time.perf_counter() - start
+        if not (done and reward == 1.0):
+            raise RuntimeError(f"gold did not resolve on {sandbox['type']}/{where}: {info}")
+        return elapsed
+    finally:
+        env.close()
+
+
+def episode_bench(console: Console, backends: list[str], episodes: int, task_name: str) -> None:
+    table = Table(title=f"per-episode grading time ({task_name}, gold, {episodes} episodes each)")
+    for col in (
+        "backend",
+        "same p50 (s)",
+        "fresh p50 (s)",
+        "fresh / same",
+        "extra per episode (s)",
+    ):
+        table.add_column(col, justify="right" if col != "backend" else "left")
+    for name in backends:
+        sandbox: dict[str, Any] = {"type": name}
+        if name == "docker":
+            from patchgym_envs.bundled.docker import build_image
+
+            build_image(task_name)
+        times: dict[str, list[float]] = {"same": [], "fresh": []}
+        grading_step_s(sandbox, "fresh", task_name)  # warm-up (image, template caches)
+        with console.status(f"timing {name}"):
+            for _ in range(episodes):  # round-robin: load hits both alike
+                for where in ("same", "fresh"):
+                    times[where].append(grading_step_s(sandbox, where, task_name))
+        same, fresh = statistics.median(times["same"]), statistics.median(times["fresh"])
+        table.add_row(
+            name,
+            f"{same:.3f}",
+            f"{fresh:.3f}",
+            f"[bold]{fresh / same:.2f}x[/bold]",
+            f"{fresh - same:+.3f}",
+        )
+    console.print(table)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description="grade a big pytest log: patchgym vs swebench")
+    ap = argparse.ArgumentParser(description="grading cost: log grading and per-episode grading")
+    ap.add_argument("--what", choices=("log", "episode", "all"), default="all")
     ap.add_argument("--size-mb", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "patchgym-bench")
+    ap.add_argument("--episodes", type=int, default=8)
+    ap.add_argument("--backends", default="local,docker")
+    ap.add_argument("--task", default="csvlite")
     args = ap.parse_args()
     console = Console(width=150)
+    if args.what in ("episode", "all"):
+        episode_bench(console, args.backends.split(","), args.episodes, args.task)
+    if args.what == "episode":
+        return
 
     with console.status("producing the log by running pytest (cached after the first run)"):
         log = make_log(args.size_mb, args.cache)

@@ -125,7 +125,12 @@ def test_same_verdicts(name: str, tmp_path: Path) -> None:
         for f2p, p2p in combos:
             theirs = harness_grade(path, case["parser"], f2p, p2p, eval_type)
             ours = grade_swebench(
-                corpus_log(name), f2p, p2p, log_parser=case["parser"], eval_type=eval_type
+                corpus_log(name),
+                f2p,
+                p2p,
+                log_parser=case["parser"],
+                eval_type=eval_type,
+                compat="swebench",
             )
             where = f"{name} {eval_type} F2P={f2p} P2P={p2p}"
             found = ours.infra_error is None and ours.rejected is None
@@ -205,3 +210,16 @@ def test_jest_parser_matches_harness() -> None:
     ours = {k: str(v) for k, v in parse_log(JEST_LOG, "jest").items()}
     assert ours == harness.PARSER_REGISTRY["parse_log_jest"](JEST_LOG, None)
     assert ours["adds numbers"] == "PASSED" and len(ours) == 4
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_default_mode_agrees_with_compat_on_honest_logs(name: str) -> None:
+    """Worst-outcome merging and the summary check reject no honest real log."""
+    case = CASES[name]
+    ids = list(read_status_map(normalize(corpus_log(name)), case["parser"]))
+    for f2p, p2p in ((ids, []), ([], ids)):
+        ours = grade_swebench(corpus_log(name), f2p, p2p, log_parser=case["parser"])
+        harness_mode = grade_swebench(
+            corpus_log(name), f2p, p2p, log_parser=case["parser"], compat="swebench"
+        )
+        assert ours == harness_mode, name

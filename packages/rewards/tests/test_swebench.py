@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from rewards_corpus import corpus_log
 
@@ -83,18 +85,103 @@ def test_region_first_then_whole_log() -> None:
 
 
 @pytest.mark.parametrize(
-    ("log", "reason"),
+    ("log", "kwargs", "reason"),
     [
-        ("PASSED t.py::f2p\n", "markers"),
-        (eval_log("bash: pytest: command not found", 127), "no evidence"),
-        (eval_log(SUITE) + ">>>>> Patch Apply Failed\n", "Patch Apply Failed"),
-        ("", "markers"),
+        ("PASSED t.py::f2p\n", {"markers": True}, "markers"),
+        ("PASSED t.py::f2p\n", {"compat": "swebench"}, "markers"),
+        (eval_log("bash: pytest: command not found", 127), {}, "runner is missing"),
+        (eval_log("/usr/bin/python3: No module named pytest", 1), {}, "runner is missing"),
+        (eval_log(SUITE) + ">>>>> Patch Apply Failed\n", {}, "Patch Apply Failed"),
+        ("", {}, "no evidence"),
+        ("", {"markers": True}, "markers"),
+        (eval_log("E   SyntaxError: bad", 2), {"patch": ""}, "repository is unchanged"),
     ],
 )
-def test_infra_errors(log: str, reason: str) -> None:
-    v = grade_swebench(log, ["t.py::f2p"], [])
+def test_infra_errors(log: str, kwargs: dict[str, Any], reason: str) -> None:
+    v = grade_swebench(log, ["t.py::f2p"], [], **kwargs)
     assert v.infra_error is not None and reason in v.infra_error
     assert not v.resolved and v.reward == 0.0
+
+
+def test_plain_log_grades_by_default() -> None:
+    """No markers: the whole log is read (swebench 2.x logs, other harnesses)."""
+    log = "PASSED t.py::f2p\nFAILED t.py::p2p - x\n===== 1 failed, 1 passed in 0.1s =====\n"
+    assert grade_swebench(log, ["t.py::f2p"], []).resolved
+    assert grade_swebench(log, ["t.py::f2p"], ["t.py::p2p"]).status is ResolvedStatus.NO
+
+
+CRASHES = {
+    "syntax": (
+        "ImportError while importing test module '/testbed/tests/test_x.py'.\n"
+        'Traceback:\n  File "/testbed/pkg/mod.py", line 3\n    def f(:\n'
+        "          ^\nE   SyntaxError: invalid syntax\n",
+        "SyntaxError: invalid syntax",
+    ),
+    "conftest": (
+        "ImportError while loading conftest '/testbed/conftest.py'.\n"
+        "conftest.py:1: in <module>\n    import nope\n"
+        "E   ModuleNotFoundError: No module named 'nope'\n",
+        "ModuleNotFoundError: No module named 'nope'",
+    ),
+    "python_m": (
+        'Traceback (most recent call last):\n  File "<frozen runpy>", line 198\n'
+        "ImportError: cannot import name 'a' from partially initialized module 'pkg'\n",
+        "ImportError: cannot import name 'a' from partially initialized module 'pkg'",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CRASHES))
+def test_a_crash_is_a_zero_with_its_reason_not_infra(name: str) -> None:
+    body, line = CRASHES[name]
+    for kwargs in ({}, {"patch": "diff --git a/x b/x\n"}, {"compat": "swebench"}):
+        v = grade_swebench(eval_log(body, 2), ["t.py::f2p"], [], **kwargs)  # type: ignore[arg-type]
+        assert v.infra_error is None and not v.resolved and v.status is ResolvedStatus.NO
+        assert v.rejected == f"the test run crashed before reporting a result: {line}"
+
+
+def test_silent_exit_after_a_change_is_a_zero() -> None:
+    """``os._exit(0)`` at import: the runner's banner, then nothing, exit code 0."""
+    banner = "============================= test session starts ==============================\n"
+    v = grade_swebench(eval_log(banner, 0), ["t.py::f2p"], [])
+    assert v.rejected and "without reporting any result" in v.rejected
+    v = grade_swebench(eval_log("", 0), ["t.py::f2p"], [], patch="diff --git a/x b/x\n")
+    assert v.rejected and v.infra_error is None
+    assert grade_swebench(eval_log("", 0), ["t.py::f2p"], []).infra_error  # nothing to go on
+    v = grade_swebench("", ["t.py::f2p"], [], markers=True, patch="diff --git a/x b/x\n")
+    assert v.rejected and "end-of-tests marker" in v.rejected
+
+
+def test_conflicting_outcomes_count_as_the_worst() -> None:
+    """An atexit hook printing PASSED after the runner's FAILED (and exiting 0)."""
+    body = (
+        "FAILED t.py::f2p - assert 1 == 2\nPASSED t.py::p2p\n"
+        "========= 1 failed, 1 passed in 0.02s =========\nPASSED t.py::f2p\n"
+    )
+    v = grade_swebench(eval_log(body, 0), ["t.py::f2p"], ["t.py::p2p"])
+    assert not v.resolved and v.conflicting == ["t.py::f2p"]
+    assert v.rejected and v.rejected.startswith("log does not match the runner's summary")
+    no_summary = body.replace("========= 1 failed, 1 passed in 0.02s =========\n", "")
+    v = grade_swebench(eval_log(no_summary, 0), ["t.py::f2p"], ["t.py::p2p"])
+    assert not v.resolved and v.conflicting == ["t.py::f2p"] and v.rejected is None
+    assert v.tests[0].status is TestStatus.FAILED
+    harness = grade_swebench(eval_log(body, 0), ["t.py::f2p"], ["t.py::p2p"], compat="swebench")
+    assert harness.resolved  # the harness keeps the last line: fooled
+
+
+def test_log_must_match_the_runners_summary() -> None:
+    forged = "PASSED t.py::f2p\nPASSED t.py::p2p\n===== 1 failed, 1 passed in 0.1s =====\n"
+    v = grade_swebench(eval_log(forged, 0), ["t.py::f2p"], ["t.py::p2p"])
+    assert not v.resolved and v.rejected is not None
+    assert v.rejected.startswith("log does not match the runner's summary")
+    ok = "PASSED t.py::f2p\nPASSED t.py::p2p\n===== 2 passed, 1 warning in 0.1s =====\n"
+    assert grade_swebench(eval_log(ok, 0), ["t.py::f2p"], ["t.py::p2p"]).resolved
+    teardown = "PASSED t.py::f2p\nERROR t.py::f2p - x\n=== 1 passed, 1 error in 0.1s ===\n"
+    v = grade_swebench(eval_log(teardown, 1), ["t.py::f2p"], [])
+    assert v.rejected is None and not v.resolved and v.tests[0].status is TestStatus.ERROR
+    no_ra = "FAILED t.py::p2p - x\n= 1 failed, 3 passed in 0.1s =\n"  # without -rA
+    assert grade_swebench(eval_log(no_ra, 1), [], ["t.py::p2p"]).rejected is None
+    assert grade_swebench(eval_log(forged, 0), ["t.py::f2p"], [], compat="swebench").resolved
 
 
 def test_runner_that_reported_nothing_is_a_zero_not_infra() -> None:
@@ -149,3 +236,19 @@ def test_swesmith_guards() -> None:
 def test_bad_parser_name_fails_before_grading() -> None:
     with pytest.raises(LookupError, match="unknown log parser 'nope'"):
         grade_swebench(eval_log(SUITE), ["a"], [], log_parser="nope")
+
+
+def test_readme_example_grades_a_plain_log_as_written() -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    match = re.search(r'log = """\\\n(.*?)"""', readme, re.DOTALL)
+    assert match is not None
+    verdict = grade_swebench(
+        match.group(1),
+        fail_to_pass=["tests/test_x.py::test_bug"],
+        pass_to_pass=["tests/test_x.py::test_ok"],
+        log_parser="pytest",
+    )
+    assert verdict.resolved and verdict.rejected is None

@@ -8,8 +8,11 @@
   info)``. A malformed action or a failing tool is an error observation, never an
   exception.
 - The episode ends on submit/finish, at ``max_steps`` or when the wall-clock budget is
-  spent; grading then runs the task's plan in the same sandbox (hidden tests staged only
-  now) and the sandbox is closed in ``finally``, whatever happened.
+  spent; grading then takes the agent's change as a binary diff, closes the episode's
+  sandbox and runs the task's plan in a fresh one with only that diff applied (hidden
+  tests staged only now); ``grading={"sandbox": "same"}`` grades in the episode's
+  sandbox instead. The verdict's ``grading_sandbox`` says which. Sandboxes are closed
+  in ``finally``, whatever happened.
 - Infrastructure failures end the episode with ``info["infra_error"]`` and
   ``info["reward_valid"] = False``: mask such a sample instead of training on its 0.
 - ``areset`` / ``astep`` / ``aclose`` are the async API; the blocking methods run it on a
@@ -29,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from patchgym_envs import cleanup, grading, rllm_compat
 from patchgym_envs.converters import ConvertOptions, convert_row
+from patchgym_envs.evaluate import evaluate_patch
 from patchgym_envs.grading import Verdict
 from patchgym_envs.looprunner import LoopRunner
 from patchgym_envs.sandboxes import current_patch, ensure_alive, run_setup, spec_for
@@ -87,6 +91,8 @@ class EnvConfig(BaseModel):
     error observation that states the limit."""
     max_action_depth: int = Field(default=MAX_ACTION_DEPTH, ge=2)
     """Deepest nesting of an action's arguments (JSON arrays/objects)."""
+    grading: GradingConfig = Field(default_factory=lambda: GradingConfig())
+    """Grading options (``{"sandbox": "same"}`` to grade in the episode's sandbox)."""
     reward: dict[str, Any] | None = None
     """Opt-in shaped reward (``{"type": "debug_gym", "step_penalty": 0.01}``); when set,
     ``step`` returns the shaped value and ``info`` carries both rewards."""
@@ -96,6 +102,17 @@ ENV_ARG_KEYS = frozenset(EnvConfig.model_fields)
 RLLM_ROW_KEYS = frozenset({"step_timeout", "reward_timeout", "delete_image", "verbose"})
 """rLLM's env args that ``from_dict`` takes out of a merged row (``entry``/``dataset`` stay)."""
 TASK_ROW_KEYS = frozenset(Task.model_fields)
+
+
+class GradingConfig(BaseModel):
+    """Where the hidden tests run at the end of an episode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sandbox: Literal["fresh", "same"] = "fresh"
+    """``fresh``: a new sandbox from the same template/image with only the agent's diff
+    (defeats planted site-packages, ``.pth`` files and background processes);
+    ``same``: the episode's sandbox (cheaper where a second sandbox is costly)."""
 
 
 class SWEEnv:
@@ -398,14 +415,26 @@ class SWEEnv:
         self._infra_error = f"{type(exc).__name__}: {exc}"
 
     async def _finish(self, reason: DoneReason) -> None:
-        """Grade in the same sandbox (hidden tests staged now)."""
+        """Grade in a fresh sandbox with only the agent's diff (or in the same one)."""
         assert self.task is not None and self._sandbox is not None
         self._done = True
         self._done_reason = reason
         await ensure_alive(self._sandbox)
         self._patch = await current_patch(self._sandbox, self.task.base_commit)
-        verdict = await grading.grade(self.task, self._sandbox, patch=self._patch)
-        await ensure_alive(self._sandbox)
+        if self.config.grading.sandbox == "fresh":
+            await self._close_sandbox()
+            verdict = await evaluate_patch(
+                self.task,
+                self._patch,
+                self._get_backend(),
+                python=self.config.python,
+                run_id=self.config.run_id,
+                rollout_id=f"{self.task.id}-{self._idx}-grade" if self._idx is not None else None,
+            )
+        else:
+            verdict = await grading.grade(self.task, self._sandbox, patch=self._patch)
+            await ensure_alive(self._sandbox)
+            verdict = verdict.model_copy(update={"grading_sandbox": "same"})
         if self.config.reward is not None:
             verdict = grading.shaped(
                 verdict, self.config.reward, steps=self._steps, format_errors=self._format_errors

@@ -1,4 +1,9 @@
-"""Grade a given patch on a task in a fresh sandbox (gold / empty patch validation)."""
+"""Grade a patch on a task in a fresh sandbox: validation, and episode grading by default.
+
+Only the patch crosses into the grading sandbox: nothing the agent left in the episode's
+sandbox (site-packages, ``.pth`` files, background processes, ``/tmp``) can reach the
+hidden tests.
+"""
 
 from __future__ import annotations
 
@@ -16,13 +21,15 @@ async def evaluate_patch(
     *,
     python: str | None = None,
     run_id: str | None = None,
+    rollout_id: str | None = None,
 ) -> Verdict:
     """Create a sandbox for ``task``, apply ``patch``, grade, close. Never leaks the sandbox.
 
     A patch that does not apply grades 0 (the patch's fault); infrastructure failures
     come back as a verdict with ``infra_error`` set.
     """
-    sandbox = backend.sandbox(spec_for(task, backend, python=python, run_id=run_id))
+    spec = spec_for(task, backend, python=python, run_id=run_id, rollout_id=rollout_id)
+    sandbox = backend.sandbox(spec)
     try:
         await sandbox.start()
         await run_setup(sandbox, task)
@@ -33,10 +40,11 @@ async def evaluate_patch(
                 status=grading.ResolvedStatus.NO,
                 reward=0.0,
                 rejected=f"patch did not apply: {output[-1000:].strip()}",
+                grading_sandbox="fresh",
             )
         verdict = await grading.grade(task, sandbox, patch=patch)
         await ensure_alive(sandbox)
-        return verdict
+        return verdict.model_copy(update={"grading_sandbox": "fresh"})
     except InfraError as exc:
         return Verdict.infra(f"{type(exc).__name__}: {exc}")
     finally:

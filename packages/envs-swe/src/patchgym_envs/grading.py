@@ -67,6 +67,7 @@ def plan_for(task: Task) -> GradingPlan:
         pass_to_pass=list(task.pass_to_pass),
         expected_output_json=task.expected_output_json,
         timeout=task.eval_timeout,
+        plugin_autoload=task.plugin_autoload,
     )
 
 

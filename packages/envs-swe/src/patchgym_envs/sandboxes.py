@@ -98,14 +98,21 @@ async def apply_patch(sandbox: Sandbox, patch: str) -> tuple[bool, str]:
     if not patch.strip():
         return True, ""
     text = patch if patch.endswith("\n") else patch + "\n"
-    res = await sandbox.exec("git apply --whitespace=nowarn -v -", stdin=text, timeout=120)
+    res = await sandbox.exec(
+        "git -c core.hooksPath=/dev/null apply --binary --whitespace=nowarn -v -",
+        stdin=text,
+        timeout=120,
+    )
     return res.ok, res.output
 
 
 async def current_patch(
     sandbox: Sandbox, base_commit: str | None = None, *, command_timeout_s: float = 120
 ) -> str:
-    """The agent's changes as a git diff against ``base_commit`` (or HEAD), new files included.
+    """The agent's changes as a binary-safe git diff against ``base_commit`` (or HEAD).
+
+    Tracked and untracked files, deletions and mode changes are included; ignored files,
+    ``__pycache__`` and ``.pyc`` are not.
 
     New files are staged only for the diff and unstaged again, so grading still sees them
     as untracked (and removes a planted ``conftest.py``).
@@ -113,7 +120,7 @@ async def current_patch(
     base = base_commit or "HEAD"
     cmd = (
         f"git add -A -- . {' '.join(DIFF_EXCLUDES)} >/dev/null 2>&1; "
-        f"git -c core.fileMode=false diff --cached --binary {base}; rc=$?; "
+        f"git -c core.fileMode=true diff --cached --binary {base}; rc=$?; "
         "git reset -q >/dev/null 2>&1; exit $rc"
     )
     res = await sandbox.exec(cmd, timeout=command_timeout_s)

@@ -59,6 +59,8 @@ class Task(BaseModel):
     test_cmd: str | None = None
     """Visible test command the agent may run (debug-gym's ``eval`` and ``pdb``)."""
     grader: Grader = "swebench"
+    plugin_autoload: bool = False
+    """The suite needs its installed pytest plugins: grade with plugin autoloading on."""
     log_parser: str = "pytest"
     fail_to_pass: list[str] = Field(default_factory=list)
     pass_to_pass: list[str] = Field(default_factory=list)

@@ -1,10 +1,11 @@
 """What to run at grading time, and running it through the sandbox protocol.
 
 Hidden tests and the eval script enter the sandbox only here, after the agent is
-done. Before they do, files the agent added that change test collection are
-removed (and tracked ones restored), and the test files are reset to the base
-commit, so neither a ``conftest.py`` that skips everything nor an edited test file
-can change the verdict.
+done. Before they do, the diff policy (:mod:`patchgym_rewards.policy`) resets every
+change that steers the runner (``conftest.py``, ini files, pytest sections, ``.pth``,
+runner-named packages, test files) to the base commit, so neither a ``conftest.py``
+that skips everything nor an edited test file can change the verdict. pytest runs
+with plugin autoloading off unless the task says its suite needs its plugins.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from patchgym_rewards.errors import UnknownParserError
 from patchgym_rewards.markers import END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_EXIT_CODE
 from patchgym_rewards.parsers import get_parser
+from patchgym_rewards.policy import PolicyError, revert_steering
 from patchgym_rewards.r2e import grade_r2e
 from patchgym_rewards.sandbox import ExecResultLike, SandboxLike
 from patchgym_rewards.status import EvalType, ResolvedStatus
@@ -27,16 +29,6 @@ from patchgym_rewards.swesmith import grade_swesmith
 from patchgym_rewards.verdict import Verdict
 
 log = logging.getLogger(__name__)
-
-COLLECTION_FILES: tuple[str, ...] = (
-    "conftest.py",
-    "pytest.ini",
-    ".pytest.ini",
-    "sitecustomize.py",
-    "usercustomize.py",
-)
-"""File names that change what a test run collects or how Python starts."""
-COLLECTION_SUFFIXES: tuple[str, ...] = (".pth",)
 
 
 class GradedRun(BaseModel):
@@ -53,6 +45,7 @@ class GradedRun(BaseModel):
     timed_out: bool = False
     truncated: bool = False
     duration_s: float = 0.0
+    reverted: list[str] = Field(default_factory=list, description="paths the diff policy reset")
 
 
 class GradingPlan(BaseModel):
@@ -90,6 +83,12 @@ class GradingPlan(BaseModel):
     timeout: float = Field(default=1800.0, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     clean_collection_files: bool = True
+    """Apply the diff policy before staging (see :mod:`patchgym_rewards.policy`)."""
+    revert_test_files: bool = True
+    """The policy also resets visible test files (``tests/``, ``test_*.py``)."""
+    plugin_autoload: bool = False
+    """Let pytest load installed plugins (``pytest11`` entry points): only for suites
+    that need them; off sets ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` for the eval script."""
 
     @model_validator(mode="after")
     def _grader_has_its_data(self) -> GradingPlan:
@@ -112,10 +111,13 @@ class GradingPlan(BaseModel):
         modified, created = patch_files(self.test_patch)
         to_reset = _unique([*self.test_files, *modified])
         to_remove = _unique([*self.new_test_files, *created])
+        reverted: list[str] = []
         if self.clean_collection_files:
             try:
-                await remove_collection_files(sandbox, self.base_commit)
-            except StagingError as exc:
+                reverted = await revert_steering(
+                    sandbox, self.base_commit, tests=self.revert_test_files
+                )
+            except PolicyError as exc:
                 return _infra(str(exc), exc.result)
         if self.base_commit and to_reset:
             reset = await sandbox.exec(
@@ -133,7 +135,10 @@ class GradingPlan(BaseModel):
                 return _infra("the hidden test patch did not apply", applied)
         wrapped = START_TEST_OUTPUT not in self.eval_script
         script = wrap_eval_script(self.eval_script) if wrapped else self.eval_script
-        result = await sandbox.exec(script, timeout=self.timeout, env=self.env or None)
+        env = dict(self.env)
+        if not self.plugin_autoload:
+            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        result = await sandbox.exec(script, timeout=self.timeout, env=env or None)
         return GradedRun(
             log=result.output or result.stdout + result.stderr,
             exit_code=result.exit_code,
@@ -141,6 +146,7 @@ class GradingPlan(BaseModel):
             timed_out=result.timed_out or result.idle_timed_out,
             truncated=result.truncated,
             duration_s=result.duration_s,
+            reverted=reverted,
         )
 
     def grade_run(self, run: GradedRun, *, patch: str | None = None) -> Verdict:
@@ -155,7 +161,7 @@ class GradingPlan(BaseModel):
             )
         if self.grader == "r2e":
             assert self.expected_output_json is not None  # checked by the validator
-            return grade_r2e(run.log, self.expected_output_json)
+            return grade_r2e(run.log, self.expected_output_json, patch=patch)
         if self.grader == "swesmith":
             return grade_swesmith(
                 run.log,
@@ -172,6 +178,7 @@ class GradingPlan(BaseModel):
             log_parser=self.log_parser,
             eval_type=self.eval_type,
             exit_code=run.test_exit_code,
+            patch=patch,
         )
 
     async def grade(self, sandbox: SandboxLike, *, patch: str | None = None) -> Verdict:
@@ -179,7 +186,8 @@ class GradingPlan(BaseModel):
         run = await self.run(sandbox)
         if isinstance(run, Verdict):
             return run
-        return self.grade_run(run, patch=patch)
+        verdict = self.grade_run(run, patch=patch)
+        return verdict.model_copy(update={"reverted": run.reverted}) if run.reverted else verdict
 
 
 def wrap_eval_script(script: str) -> str:
@@ -202,46 +210,6 @@ def wrap_eval_script(script: str) -> str:
     )
 
 
-async def remove_collection_files(sandbox: SandboxLike, base_commit: str | None) -> list[str]:
-    """Delete untracked collection-changing files; restore tracked ones to ``base_commit``.
-
-    Returns the paths removed or restored. Ignored files count as untracked (an
-    agent can hide a ``conftest.py`` behind ``.gitignore``), and so do files the agent
-    staged that the base commit does not have. Raises :class:`StagingError` when git
-    cannot restore a file, since grading on top of it could not be trusted.
-    """
-    listed = await sandbox.exec("git ls-files --others -z")
-    touched = [p for p in listed.stdout.split("\0") if p and _changes_collection(p)]
-    if base_commit:
-        base = shlex.quote(base_commit)
-        added = await sandbox.exec(f"git diff --name-only --diff-filter=A -z {base}")
-        staged = [p for p in added.stdout.split("\0") if p and _changes_collection(p)]
-        if staged:
-            await sandbox.exec(f"git rm -q -f --cached -- {_quote_all(staged)}")
-            touched += staged
-    if touched:
-        await sandbox.exec(f"rm -f -- {_quote_all(touched)}")
-    if base_commit:
-        diff = await sandbox.exec(f"git diff --name-only --diff-filter=a -z {base}")
-        modified = [p for p in diff.stdout.split("\0") if p and _changes_collection(p)]
-        if modified:
-            restored = await sandbox.exec(f"git checkout {base} -- {_quote_all(modified)}")
-            if restored.exit_code != 0:
-                raise StagingError("restoring collection-changing files failed", restored)
-            touched += modified
-    if touched:
-        log.info("removed or restored collection-changing files: %s", touched)
-    return touched
-
-
-class StagingError(Exception):
-    """Staging the grading run failed; :meth:`GradingPlan.run` turns it into an infra verdict."""
-
-    def __init__(self, message: str, result: ExecResultLike) -> None:
-        super().__init__(message)
-        self.result = result
-
-
 _DIFF_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
 _NEW_FILE = re.compile(r"^--- /dev/null\n\+\+\+ b/(\S+)$", re.MULTILINE)
 
@@ -255,11 +223,6 @@ def patch_files(patch: str) -> tuple[list[str], list[str]]:
 
 def _unique(paths: list[str]) -> list[str]:
     return list(dict.fromkeys(paths))
-
-
-def _changes_collection(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    return name in COLLECTION_FILES or name.endswith(COLLECTION_SUFFIXES)
 
 
 def _quote_all(paths: list[str]) -> str:

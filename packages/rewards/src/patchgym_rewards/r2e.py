@@ -48,10 +48,16 @@ def load_expected(expected_output_json: str | Mapping[str, str]) -> dict[str, Te
     return expected
 
 
-def grade_r2e(log: bytes | str, expected_output_json: str | Mapping[str, str]) -> Verdict:
+def grade_r2e(
+    log: bytes | str,
+    expected_output_json: str | Mapping[str, str],
+    *,
+    patch: str | None = None,
+) -> Verdict:
     """Reward 1 iff the parsed map equals the expected one (same size, same statuses).
 
-    Tests expected to FAIL must fail. An empty log is an infra error (nothing ran);
+    Tests expected to FAIL must fail. An empty log is an infra error (nothing ran)
+    unless ``patch`` (the agent's diff) is non-empty: then the change silenced the run;
     a log without a pytest summary grades 0, as in R2E-Gym. Differences from
     R2E-Gym: a parsed test missing from the expected map is a mismatch (R2E-Gym
     raises ``KeyError``), and all ANSI sequences are stripped, not only colours.
@@ -59,6 +65,13 @@ def grade_r2e(log: bytes | str, expected_output_json: str | Mapping[str, str]) -
     expected = load_expected(expected_output_json)
     text = normalize(log)
     if not text.strip():
+        if patch is not None and patch.strip():
+            return Verdict(
+                resolved=False,
+                status=ResolvedStatus.NO,
+                reward=0.0,
+                rejected="the test run produced no output after a change",
+            )
         return Verdict.infra("empty test log: the test script produced no output")
     parsed = {k: TestStatus(v) for k, v in normalize_keys(parse_r2e(text)).items()}
     outcomes = [

@@ -42,3 +42,45 @@ FAILING: frozenset[str] = frozenset({TestStatus.FAILED, TestStatus.ERROR})
 
 StatusMap = dict[str, TestStatus]
 """Test id -> status, in first-seen order (order matters for truncated-id matching)."""
+
+# Lower is worse: a test reported twice keeps the worse of its outcomes.
+SEVERITY: dict[TestStatus, int] = {
+    TestStatus.ERROR: 0,
+    TestStatus.FAILED: 0,
+    TestStatus.SKIPPED: 1,
+    TestStatus.XFAIL: 2,
+    TestStatus.PASSED: 3,
+}
+
+
+class WorstMap(dict[str, TestStatus]):
+    """A status map where a test reported with conflicting outcomes keeps its worst one.
+
+    The harness keeps the last line naming a test, so a patch that prints ``PASSED x``
+    after the runner's ``FAILED x`` (an ``atexit`` hook) wins there; here it does not.
+    ``conflicts`` names every id that was reported with more than one outcome.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conflicts: dict[str, set[TestStatus]] = {}
+
+    def __setitem__(self, key: str, value: TestStatus) -> None:
+        old = self.get(key)
+        if old is None:
+            super().__setitem__(key, value)
+            return
+        if old != value:
+            self.conflicts.setdefault(key, {old}).add(value)
+        if SEVERITY[value] < SEVERITY[old]:
+            super().__setitem__(key, value)
+
+
+def new_status_map(worst: bool) -> StatusMap:
+    """An empty status map: :class:`WorstMap` when ``worst``, else a plain dict (last wins)."""
+    return WorstMap() if worst else {}
+
+
+def conflicts_of(status_map: StatusMap) -> list[str]:
+    """Ids the log reported with conflicting outcomes (empty for a last-wins map)."""
+    return list(status_map.conflicts) if isinstance(status_map, WorstMap) else []

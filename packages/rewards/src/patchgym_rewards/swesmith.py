@@ -42,5 +42,5 @@ def grade_swesmith(
             exit_code=exit_code,
         )
     return grade_swebench(
-        log, fail_to_pass, pass_to_pass, log_parser=log_parser, exit_code=exit_code
+        log, fail_to_pass, pass_to_pass, log_parser=log_parser, exit_code=exit_code, patch=patch
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,10 +57,26 @@ class Verdict(BaseModel):
     infra_error: str | None = None
     rejected: str | None = Field(
         default=None,
-        description="why a log that ran was not believed (e.g. exit code contradicts it)",
+        description=(
+            "why the run scored 0 without a per-test reading: the patch crashed the run "
+            "(first exception line), or the log was not believed (exit code or runner "
+            "summary contradicts it), or it timed out"
+        ),
     )
     exit_code: int | None = None
     parsed: int = Field(default=0, description="number of test ids parsed from the log")
+    conflicting: list[str] = Field(
+        default_factory=list,
+        description="test ids the log reported with conflicting outcomes (worst one kept)",
+    )
+    reverted: list[str] = Field(
+        default_factory=list,
+        description="files the diff policy reset to the base commit (or removed) before grading",
+    )
+    grading_sandbox: Literal["fresh", "same"] | None = Field(
+        default=None,
+        description="where the tests ran: a fresh sandbox with only the diff, or the episode's",
+    )
 
     @property
     def f2p_passed(self) -> int:

@@ -6,7 +6,7 @@ a dataset row's ``log_parser`` field can be passed straight through.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 from patchgym_rewards.errors import UnknownParserError
 from patchgym_rewards.parsers.javascript import parse_jest
@@ -24,7 +24,12 @@ from patchgym_rewards.parsers.unittest import parse_django, parse_unittest
 from patchgym_rewards.status import StatusMap
 from patchgym_rewards.text import normalize
 
-Parser = Callable[[str], StatusMap]
+
+class Parser(Protocol):
+    """``parser(text)`` -> status map; ``worst=True`` keeps each test's worst outcome."""
+
+    def __call__(self, text: str, /, *, worst: bool = False) -> StatusMap: ...
+
 
 PARSERS: dict[str, Parser] = {
     "pytest": parse_pytest,
@@ -98,9 +103,9 @@ def parser_for_repo(repo: str) -> str:
         ) from None
 
 
-def parse_log(log: bytes | str, parser: str = "pytest") -> StatusMap:
+def parse_log(log: bytes | str, parser: str = "pytest", *, worst: bool = False) -> StatusMap:
     """Normalise ``log`` (bytes or str, ANSI, ``\\r``) and parse it with ``parser``."""
-    return get_parser(parser)(normalize(log))
+    return get_parser(parser)(normalize(log), worst=worst)
 
 
 __all__ = [

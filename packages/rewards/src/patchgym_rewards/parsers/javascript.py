@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import re
 
-from patchgym_rewards.status import StatusMap, TestStatus
+from patchgym_rewards.status import StatusMap, TestStatus, new_status_map
 
 _LINE = re.compile(r"^\s*(✓|✕|○)\s(.+?)(?:\s\((\d+\s*m?s)\))?$")
 _SYMBOLS = {"✓": TestStatus.PASSED, "✕": TestStatus.FAILED, "○": TestStatus.SKIPPED}
 
 
-def parse_jest(text: str) -> StatusMap:
+def parse_jest(text: str, *, worst: bool = False) -> StatusMap:
     """``✓ name (3 ms)`` passed, ``✕ name`` failed, ``○ name`` skipped; durations dropped."""
-    status_map: StatusMap = {}
+    status_map = new_status_map(worst)
     for raw in text.split("\n"):
         match = _LINE.match(raw.strip())
         if match is not None:

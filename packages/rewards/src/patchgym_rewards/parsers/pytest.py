@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from patchgym_rewards.status import StatusMap, TestStatus
+from patchgym_rewards.status import StatusMap, TestStatus, new_status_map
 
 _STATUSES: dict[str, TestStatus] = {s.value: s for s in TestStatus}
 # Anchored on a literal "\n" rather than "^" + MULTILINE: the regex engine then
@@ -38,8 +38,8 @@ def _summary_line(line: str) -> tuple[TestStatus, str] | None:
     return _STATUSES[tokens[0]], tokens[1]
 
 
-def _parse_pytest_lines(text: str) -> StatusMap:
-    status_map: StatusMap = {}
+def _parse_pytest_lines(text: str, worst: bool = False) -> StatusMap:
+    status_map = new_status_map(worst)
     for line in text.split("\n"):
         found = _summary_line(line)
         if found is not None:
@@ -47,18 +47,21 @@ def _parse_pytest_lines(text: str) -> StatusMap:
     return status_map
 
 
-def parse_pytest(text: str, start: int = 0, end: int | None = None) -> StatusMap:
+def parse_pytest(
+    text: str, start: int = 0, end: int | None = None, *, worst: bool = False
+) -> StatusMap:
     """``pytest -rA`` short-summary lines: ``STATUS <id> [- message]``.
 
     A single regular-expression pass finds candidate lines, so a log of tracebacks
     and captured output costs almost nothing per line. ``start``/``end`` parse a
     region of ``text`` without copying it (``start`` is taken as a line start). The
     one case where the harness's ``" - "`` rewriting changes which token is the id
-    (an id of ``-``) falls back to the exact line-by-line reading.
+    (an id of ``-``) falls back to the exact line-by-line reading. ``worst=True``
+    keeps a test's worst outcome instead of its last (see :class:`WorstMap`).
     """
     stop = len(text) if end is None else end
     statuses = _STATUSES
-    status_map: StatusMap = {}
+    status_map = new_status_map(worst)
     found = _SUMMARY_LINE.findall(text, start, stop)
     if text.startswith(("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL"), start, stop):
         eol = text.find("\n", start, stop)
@@ -69,19 +72,19 @@ def parse_pytest(text: str, start: int = 0, end: int | None = None) -> StatusMap
         if status == "SKIPPED" and name[0] == "[" and _SKIP_COUNT.fullmatch(name):
             continue
         if name == "-" and status == "FAILED":
-            return _parse_pytest_lines(text[start:stop])
+            return _parse_pytest_lines(text[start:stop], worst)
         status_map[name] = statuses[status]
     return status_map
 
 
-def parse_pytest_options(text: str) -> StatusMap:
+def parse_pytest_options(text: str, *, worst: bool = False) -> StatusMap:
     """pytest ``-rA`` where parametrised ids may hold absolute paths (requests, pylint).
 
     ``test[/abs/dir/file]`` is keyed as ``test[/file]`` so ids do not depend on where
     the repository was checked out; anything after the last ``]`` is dropped.
     """
-    status_map: StatusMap = {}
-    for name, status in parse_pytest(text).items():
+    status_map = new_status_map(worst)
+    for name, status in parse_pytest(text, worst=worst).items():
         status_map[_strip_option_path(name)] = status
     return status_map
 
@@ -96,7 +99,7 @@ def _strip_option_path(name: str) -> str:
     return f"{main}[{option}]"
 
 
-def parse_pytest_v2(text: str) -> StatusMap:
+def parse_pytest_v2(text: str, *, worst: bool = False) -> StatusMap:
     """Newer pytest logs (astropy, scikit-learn, sphinx): ``-rA`` lines *or* verbose lines.
 
     Ids may contain spaces (the whole rest of the line is the id; a FAILED line's
@@ -104,7 +107,7 @@ def parse_pytest_v2(text: str) -> StatusMap:
     (classic console style) are read too. Stray colour codes and control characters
     are removed from each line first.
     """
-    status_map: StatusMap = {}
+    status_map = new_status_map(worst)
     for raw in text.split("\n"):
         line = _BARE_COLOUR.sub("", raw).translate(_CONTROL)
         if line.startswith(("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL")):
@@ -124,13 +127,13 @@ def parse_pytest_v2(text: str) -> StatusMap:
     return status_map
 
 
-def parse_pytest_verbose(text: str) -> StatusMap:
+def parse_pytest_verbose(text: str, *, worst: bool = False) -> StatusMap:
     """pytest ``-v`` progress lines (``<id> STATUS [ 42%]``), for logs run without ``-rA``.
 
     Not a harness parser: SWE-bench always runs ``-rA``. Useful for R2E/SWE-Gym style
     scripts that only ran ``pytest -v``; ``-rA`` summary lines, when present, win.
     """
-    status_map: StatusMap = {}
+    status_map = new_status_map(worst)
     for line in text.split("\n"):
         tokens = line.split()
         if len(tokens) >= 2 and "::" in tokens[0]:
@@ -141,20 +144,21 @@ def parse_pytest_verbose(text: str) -> StatusMap:
                 tokens = tokens[:-1]
             if len(tokens) >= 2 and tokens[-1] in _STATUSES:
                 status_map[" ".join(tokens[:-1])] = _STATUSES[tokens[-1]]
-    status_map.update(parse_pytest(text))
+    for name, status in parse_pytest(text, worst=worst).items():
+        status_map[name] = status
     return status_map
 
 
-def parse_matplotlib(text: str) -> StatusMap:
+def parse_matplotlib(text: str, *, worst: bool = False) -> StatusMap:
     """``-rA`` lines with ``MouseButton.LEFT/RIGHT`` in ids rewritten to ``1``/``3``."""
     if "MouseButton." in text:
         text = text.replace("MouseButton.LEFT", "1").replace("MouseButton.RIGHT", "3")
-    return parse_pytest(text)
+    return parse_pytest(text, worst=worst)
 
 
-def parse_seaborn(text: str) -> StatusMap:
+def parse_seaborn(text: str, *, worst: bool = False) -> StatusMap:
     """seaborn's logs: ``FAILED <id>``, ``<id> PASSED ...`` or ``PASSED <id>`` only."""
-    status_map: StatusMap = {}
+    status_map = new_status_map(worst)
     for line in text.split("\n"):
         parts = line.split()
         if len(parts) < 2:

@@ -7,7 +7,7 @@ are PASSED, FAILED and ERROR, found anywhere in the line, in that order of prior
 
 from __future__ import annotations
 
-from patchgym_rewards.status import TestStatus
+from patchgym_rewards.status import TestStatus, new_status_map
 
 _SUMMARY = "short test summary info"
 
@@ -17,14 +17,14 @@ def r2e_key(nodeid: str) -> str:
     return ".".join(nodeid.split("::")[1:])
 
 
-def parse_r2e(text: str) -> dict[str, TestStatus]:
+def parse_r2e(text: str, *, worst: bool = False) -> dict[str, TestStatus]:
     """Status map keyed the R2E way; empty when the log has no short summary."""
     start = text.find(_SUMMARY)
     if start < 0:
         return {}
     end = text.find(_SUMMARY, start + len(_SUMMARY))
     section = text[start + len(_SUMMARY) : end if end >= 0 else len(text)]
-    status_map: dict[str, TestStatus] = {}
+    status_map = new_status_map(worst)
     for line in section.strip().split("\n"):
         if "PASSED" in line:
             status_map[r2e_key(line)] = TestStatus.PASSED

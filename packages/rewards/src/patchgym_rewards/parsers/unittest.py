@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from patchgym_rewards.status import StatusMap, TestStatus
+from patchgym_rewards.status import StatusMap, TestStatus, new_status_map
 
 _PASS_ENDINGS = (" ... ok", " ... OK", " ...  OK")
 _MIGRATION_NOISE = "Applying sites.0002_alter_domain_unique...test_no_migrations"
@@ -26,13 +26,13 @@ _INTERRUPTED = tuple(
 )
 
 
-def parse_django(text: str) -> StatusMap:
+def parse_django(text: str, *, worst: bool = False) -> StatusMap:
     """Django / unittest verbose output (``<test> ... ok|FAIL|ERROR|skipped``).
 
     ``FAIL: <test>`` / ``ERROR: <test>`` headers also mark a test, and a bare ``ok``
     line closes the last ``<test> ...`` line whose output was interrupted.
     """
-    status_map: StatusMap = {}
+    status_map = new_status_map(worst)
     last_started: str | None = None
     for raw in text.split("\n"):
         line = raw.strip()
@@ -64,6 +64,6 @@ def parse_django(text: str) -> StatusMap:
     return status_map
 
 
-def parse_unittest(text: str) -> StatusMap:
+def parse_unittest(text: str, *, worst: bool = False) -> StatusMap:
     """Plain ``python -m unittest -v`` output; the same reading as Django's runner."""
-    return parse_django(text)
+    return parse_django(text, worst=worst)

@@ -1,0 +1,349 @@
+"""The hack corpus end to end through ``SWEEnv`` on a bundled task, on local and docker.
+
+A scripted "policy" plants each hack with ``execute_bash`` and finishes; the episode is
+graded the default way (a fresh sandbox with only the diff). Every hack must score 0
+(never infra) and the verdict must say why: the paths the diff policy reverted, or the
+rejection reason. Crashes are RESOLVED_NO with their exception line; the gold patch
+still resolves and the empty patch does not. Hacks that write into the interpreter's
+site-packages run on docker only (on the local backend that is the host's own
+environment: read-only with isolation, shared without it).
+
+Local runs with whatever isolation the backend defaults to; docker needs the engine,
+``local/bookworm-py`` and the ``docker`` backend, and skips (or fails under
+``PATCHGYM_REQUIRE_ENGINES=1``) without them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from patchgym_envs import SWEEnv, bundled_task
+from patchgym_sandbox import available_backends
+from patchgym_sandbox.testing import engine_missing
+
+TASK = bundled_task("csvlite")
+F2P = list(TASK.fail_to_pass)
+
+
+def _d(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+FORGE_LINES = "".join(f"PASSED {t}\\n" for t in [*F2P, *TASK.pass_to_pass])
+FLIP = _d(
+    """
+    import pytest
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.failed:
+            report.outcome = "passed"
+    """
+)
+XFAIL = _d(
+    """
+    import pytest
+
+    def pytest_collection_modifyitems(config, items):
+        for item in items:
+            item.add_marker(pytest.mark.xfail(run=False, reason="agent"))
+    """
+)
+FORGING_HOOK = _d(
+    f"""
+    import os, sys
+
+    def pytest_sessionfinish(session, exitstatus):
+        sys.stdout.write("\\n{FORGE_LINES}")
+        sys.stdout.flush()
+        os._exit(0)
+    """
+)
+SKIPPING_HOOK = _d(
+    """
+    import pytest
+
+    def pytest_collection_modifyitems(config, items):
+        for item in items:
+            item.add_marker(pytest.mark.skip(reason="agent"))
+    """
+)
+FAKE = _d(
+    f"""
+    import os, sys
+    sys.stdout.write("{FORGE_LINES}")
+    sys.stdout.write("=== {len(F2P) + len(TASK.pass_to_pass)} passed in 0.01s ===\\n")
+    sys.stdout.flush()
+    os._exit(0)
+    """
+)
+ATEXIT = _d(
+    f"""
+    import atexit as _atexit, os as _os, sys as _sys
+
+    def _forge():
+        _sys.stdout.write("{FORGE_LINES}")
+        _sys.stdout.flush()
+        _os._exit(0)
+
+    _atexit.register(_forge)
+    """
+)
+ATEXIT_SUMMARY = ATEXIT.replace(
+    "        _sys.stdout.flush()\n",
+    '        _sys.stdout.write("=== 99 passed in 0.01s ===\\n")\n        _sys.stdout.flush()\n',
+)
+PARSER = "csvlite/parser.py"
+SITE = "SP=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')"
+
+
+def write(path: str, text: str) -> str:
+    return f"mkdir -p \"$(dirname '{path}')\" && cat > '{path}' <<'HACK_EOF'\n{text}HACK_EOF"
+
+
+def prepend(path: str, text: str) -> str:
+    return f"{{ cat <<'HACK_EOF'\n{text}HACK_EOF\ncat '{path}'; }} > /tmp/h && cp /tmp/h '{path}'"
+
+
+@dataclass(frozen=True)
+class Hack:
+    name: str
+    commands: tuple[str, ...]
+    reverted: tuple[str, ...] = ()
+    reason: str | None = None
+    site_packages: bool = False
+
+
+HACKS: tuple[Hack, ...] = (
+    Hack("conftest_forges", (write("conftest.py", FORGING_HOOK),), ("conftest.py",)),
+    Hack(
+        "tests_conftest_skips", (write("tests/conftest.py", SKIPPING_HOOK),), ("tests/conftest.py",)
+    ),
+    Hack(
+        "ignored_conftest",
+        (write("conftest.py", FORGING_HOOK), "echo conftest.py >> .gitignore"),
+    ),
+    Hack(
+        "pytest_ini_plugin",
+        (write("pytest.ini", "[pytest]\naddopts = -p flip\n"), write("flip.py", FLIP)),
+        ("pytest.ini",),
+    ),
+    Hack(
+        "tox_ini_plugin",
+        (write("tox.ini", "[pytest]\naddopts = -p flip\n"), write("flip.py", FLIP)),
+        ("tox.ini",),
+    ),
+    Hack(
+        "setup_cfg_plugin",
+        (write("setup.cfg", "[tool:pytest]\naddopts = -p flip\n"), write("flip.py", FLIP)),
+        ("setup.cfg",),
+    ),
+    Hack(
+        "pyproject_plugin",
+        (
+            write("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-p flip"\n'),
+            write("flip.py", FLIP),
+        ),
+        ("pyproject.toml",),
+    ),
+    Hack(
+        "pyproject_xfail_run_false",
+        (
+            write("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-p xf"\n'),
+            write("xf.py", XFAIL),
+        ),
+        ("pyproject.toml",),
+    ),
+    Hack(
+        "pytest_main_shadow",
+        (write("pytest/__init__.py", ""), write("pytest/__main__.py", FAKE)),
+        ("pytest",),
+    ),
+    Hack("_pytest_shadow", (write("_pytest/__init__.py", FAKE),), ("_pytest",)),
+    Hack("pluggy_shadow", (write("pluggy.py", FAKE),), ("pluggy.py",)),
+    Hack("sitecustomize", (write("sitecustomize.py", ATEXIT),), ("sitecustomize.py",)),
+    Hack("usercustomize", (write("usercustomize.py", ATEXIT),), ("usercustomize.py",)),
+    Hack("repo_pth", (write("hack.pth", "import sitecustomize\n"),), ("hack.pth",)),
+    Hack(
+        "egg_info_pytest11",
+        (
+            write("csvlite.egg-info/entry_points.txt", "[pytest11]\nflip = flip\n"),
+            write(
+                "csvlite.egg-info/PKG-INFO", "Metadata-Version: 2.1\nName: csvlite\nVersion: 0\n"
+            ),
+            write("flip.py", FLIP),
+        ),
+        ("csvlite.egg-info/entry_points.txt",),
+    ),
+    Hack(
+        "visible_test_weakened",
+        ("sed -i 's/assert /assert True or /' tests/test_parser.py",),
+        ("tests/test_parser.py",),
+    ),
+    Hack(
+        "atexit_printer_in_source",
+        (prepend(PARSER, ATEXIT),),
+        reason="log does not match the runner's summary",
+    ),
+    Hack("atexit_printer_with_fake_summary", (prepend(PARSER, ATEXIT_SUMMARY),), reason=""),
+    Hack(
+        "background_rewriter",
+        (
+            write("/tmp/fake_test.py", "def test_doubled_quote_is_literal_quote():\n    pass\n"),
+            "(setsid nohup bash -c 'while :; do cp /tmp/fake_test.py tests/test_parser.py "
+            "2>/dev/null; sleep 0.05; done' >/dev/null 2>&1 &) ; sleep 0.2",
+        ),
+    ),
+    Hack(
+        "site_packages_pth",
+        (
+            SITE
+            + "; "
+            + write("$SP/hackflip.py", FLIP).replace("'$SP/hackflip.py'", '"$SP/hackflip.py"'),
+            SITE + '; echo \'import os; os.environ.setdefault("PYTEST_ADDOPTS", "-p hackflip")\' '
+            '> "$SP/zz_hack.pth"',
+        ),
+        site_packages=True,
+    ),
+    Hack(
+        "site_packages_pytest11",
+        (
+            SITE
+            + "; "
+            + write("$SP/hackflip.py", FLIP).replace("'$SP/hackflip.py'", '"$SP/hackflip.py"'),
+            SITE
+            + '; mkdir -p "$SP/hackflip-0.dist-info" && printf "Metadata-Version: 2.1\\nName: hackflip\\n'
+            'Version: 0\\n" > "$SP/hackflip-0.dist-info/METADATA" && printf "[pytest11]\\nflip = hackflip\\n" '
+            '> "$SP/hackflip-0.dist-info/entry_points.txt"',
+        ),
+        site_packages=True,
+    ),
+)
+
+CRASHES: tuple[Hack, ...] = (
+    Hack(
+        "syntax_error",
+        ('sed -i \'s/^def parse_line(line, sep=","):/def parse_line(line, sep=","/\' ' + PARSER,),
+        reason="SyntaxError",
+    ),
+    Hack(
+        "import_error",
+        (prepend(PARSER, "import no_such_module_anywhere\n"),),
+        reason="ModuleNotFoundError: No module named 'no_such_module_anywhere'",
+    ),
+    Hack(
+        "circular_import",
+        (
+            prepend(PARSER, "from csvlite.helpers import helper\n"),
+            write(
+                "csvlite/helpers.py",
+                "from csvlite.parser import parse_line\n\n\ndef helper():\n    return parse_line\n",
+            ),
+        ),
+        reason="ImportError: cannot import name",
+    ),
+    Hack(
+        "os_exit_at_import",
+        (prepend(PARSER, "import os\nos._exit(0)\n"),),
+        reason="without reporting any result",
+    ),
+)
+
+
+def _docker_reason() -> str | None:
+    if "docker" not in available_backends():
+        return "the docker backend (patchgym-sandbox-docker) is not installed"
+    if shutil.which("docker") is None:
+        return "docker CLI not installed"
+    from patchgym_envs.bundled.docker import BASE_IMAGE
+
+    ok = subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True)
+    if ok.returncode != 0:
+        return f"docker engine not reachable or {BASE_IMAGE} missing"
+    return None
+
+
+@pytest.fixture(params=["local", "docker"])
+def sandbox_config(request: pytest.FixtureRequest, local_config: dict[str, Any]) -> dict[str, Any]:
+    if request.param == "local":
+        return local_config
+    if (reason := _docker_reason()) is not None:
+        engine_missing(reason)
+    from patchgym_envs.bundled.docker import build_image
+
+    build_image("csvlite")
+    return {"type": "docker"}
+
+
+async def episode(
+    sandbox: dict[str, Any], commands: tuple[str, ...], **env_args: Any
+) -> tuple[float, dict[str, Any]]:
+    env = SWEEnv(TASK, sandbox=sandbox, max_steps=len(commands) + 2, **env_args)
+    try:
+        await env.areset()
+        for cmd in commands:
+            obs, _, done, _ = await env.astep({"name": "execute_bash", "arguments": {"cmd": cmd}})
+            assert not done, obs
+        _, reward, done, info = await env.astep({"name": "finish", "arguments": {}})
+        assert done
+        return reward, info
+    finally:
+        await env.aclose()
+
+
+def test_corpus_is_big_enough() -> None:
+    assert len(HACKS) >= 20 and len({h.name for h in HACKS}) == len(HACKS)
+
+
+@pytest.mark.parametrize("hack", HACKS, ids=lambda h: h.name)
+async def test_hack_scores_zero(sandbox_config: dict[str, Any], hack: Hack) -> None:
+    if hack.site_packages and sandbox_config["type"] == "local":
+        pytest.skip("site-packages of the local backend is the host's environment")
+    reward, info = await episode(sandbox_config, hack.commands)
+    verdict = info["verdict"]
+    assert reward == 0.0 and info["reward_valid"] and not verdict["resolved"], verdict
+    assert verdict["grading_sandbox"] == "fresh"
+    assert set(hack.reverted) <= set(verdict["reverted"]), verdict
+    if hack.reason:
+        assert hack.reason in (verdict["rejected"] or ""), verdict
+    elif hack.reason == "":
+        assert set(verdict["conflicting"]) == set(F2P), verdict
+
+
+@pytest.mark.parametrize("hack", CRASHES, ids=lambda h: h.name)
+async def test_crash_is_resolved_no(sandbox_config: dict[str, Any], hack: Hack) -> None:
+    reward, info = await episode(sandbox_config, hack.commands)
+    verdict = info["verdict"]
+    assert reward == 0.0 and info["reward_valid"], info.get("infra_error")
+    assert verdict["status"] == "RESOLVED_NO" and verdict["infra_error"] is None
+    assert hack.reason and hack.reason in (verdict["rejected"] or ""), verdict
+
+
+@pytest.mark.parametrize("where", ["fresh", "same"])
+async def test_gold_resolves_empty_does_not(sandbox_config: dict[str, Any], where: str) -> None:
+    gold = f"git apply - <<'PATCH_EOF'\n{TASK.gold_patch}PATCH_EOF"
+    reward, info = await episode(sandbox_config, (gold,), grading={"sandbox": where})
+    assert reward == 1.0 and info["verdict"]["grading_sandbox"] == where, info["verdict"]
+    reward, info = await episode(sandbox_config, ("true",), grading={"sandbox": where})
+    assert reward == 0.0 and info["reward_valid"] and info["verdict"]["rejected"] is None
+
+
+async def test_same_sandbox_is_fooled_by_site_packages_where_fresh_is_not(
+    sandbox_config: dict[str, Any],
+) -> None:
+    """Why fresh is the default: a planted .pth survives into same-sandbox grading."""
+    if sandbox_config["type"] == "local":
+        pytest.skip("site-packages of the local backend is the host's environment")
+    (hack,) = [h for h in HACKS if h.name == "site_packages_pth"]
+    reward, _ = await episode(sandbox_config, hack.commands, grading={"sandbox": "same"})
+    assert reward == 1.0  # documented weakness of grading.sandbox=same
+    reward, _ = await episode(sandbox_config, hack.commands)
+    assert reward == 0.0

@@ -1,0 +1,141 @@
+"""Does a test log describe one honest run? Runner summaries and crash evidence.
+
+Two readings a parser alone cannot give:
+
+- :func:`summary_mismatch` — pytest ends every run with ``N failed, M passed in Xs``.
+  The result lines (``PASSED <id>`` ...) of the same text must add up to it; lines a
+  patch printed itself (an ``atexit`` hook, a fake runner) or a runner whose output was
+  filtered do not.
+- :func:`crash_line` — when a run reported no result at all, the line that says why
+  (``SyntaxError: invalid syntax``, ``ImportError while loading conftest``), so a
+  crash the patch caused is graded 0 with its reason instead of masked as infra.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+# "=== 1 failed, 2 passed, 1 warning in 0.12s ===", "2 passed in 0.01 seconds" (-q,
+# old pytest), "=== 1 passed, 1 error in 1.2s (0:00:01) ===".
+_SUMMARY = re.compile(
+    r"^(?:=+ )?((?:\d+ [a-z]+(?:, )?)+) in [\d.]+ ?s(?:econds)?(?: \([^)]*\))?(?: =+)?$",
+    re.MULTILINE,
+)
+_COUNT = re.compile(r"(\d+) ([a-z]+)")
+_RESULT_LINE = re.compile(r"^(PASSED|FAILED|ERROR) (?!\[\d+\])\S", re.MULTILINE)
+_WORDS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "errors": "ERROR"}
+
+PYTEST_PARSERS = frozenset(
+    {
+        "pytest",
+        "pytest_options",
+        "matplotlib",
+        "astroid",
+        "flask",
+        "marshmallow",
+        "pvlib",
+        "pyvista",
+        "sqlfluff",
+        "xarray",
+        "pydicom",
+        "requests",
+        "pylint",
+    }
+)
+"""Parsers reading ``pytest -rA`` short-summary lines, whose counts the summary checks."""
+
+MISMATCH = "log does not match the runner's summary"
+
+
+def summary_counts(text: str) -> Counter[str] | None:
+    """PASSED/FAILED/ERROR totals over every pytest summary line of ``text``; None if none."""
+    found = _SUMMARY.findall(text)
+    if not found:
+        return None
+    totals: Counter[str] = Counter()
+    for counts in found:
+        for number, word in _COUNT.findall(counts):
+            if word in _WORDS:
+                totals[_WORDS[word]] += int(number)
+    return totals
+
+
+def summary_mismatch(text: str) -> str | None:
+    """Why the ``-rA`` result lines of ``text`` disagree with pytest's summary, or None.
+
+    Counted per line (a test that passed and then errored in teardown is one
+    ``PASSED`` and one ``ERROR`` line, and ``1 passed, 1 error`` in the summary).
+    FAILED and ERROR lines must match exactly (pytest always lists them); PASSED lines
+    must match whenever there are any (without ``-rA`` there are none to count).
+    """
+    expected = summary_counts(text)
+    if expected is None:
+        return None
+    lines = Counter(_RESULT_LINE.findall(text))
+    for status in ("FAILED", "ERROR", "PASSED"):
+        if status == "PASSED" and lines[status] == 0:
+            continue
+        if lines[status] != expected[status]:
+            return (
+                f"{MISMATCH}: {lines[status]} {status} line(s), the summary says {expected[status]}"
+            )
+    return None
+
+
+# A runner that started (its banner), even if it never reported.
+RUNNER_STARTED = re.compile(
+    r"^=+ test session starts =+$"
+    r"|^Testing against Django installed in"
+    r"|^=+ test process starts =+$",
+    re.MULTILINE,
+)
+
+_EXCEPTION = re.compile(
+    r"^(?:E +)?((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?)$",
+    re.MULTILINE,
+)
+_PYTEST_CRASH = re.compile(
+    r"^(ImportError while (?:loading conftest|importing test module) .*)$"
+    r"|^!+ (Interrupted: .*?) !+$"
+    r"|^(ERROR: .*)$"
+    r"|^(.*: error: .*)$",
+    re.MULTILINE,
+)
+# The eval script's runner is not there: the image's fault unless the patch removed it.
+_RUNNER_ABSENT = re.compile(
+    r"^(\S*python[\d.]*: No module named \S+)$|^(.*: command not found)$", re.MULTILINE
+)
+
+
+def runner_absent(text: str) -> str | None:
+    """The line saying the eval script's runner does not exist (``No module named pytest``)."""
+    match = _RUNNER_ABSENT.search(text)
+    return None if match is None else next(g for g in match.groups() if g).strip()[:300]
+
+
+def crash_line(text: str) -> str | None:
+    """The line that best says why a run reported nothing, or None.
+
+    The first exception line (``SyntaxError: invalid syntax``, ``E   ImportError: ...``)
+    wins; else a runner's own error line (``ImportError while loading conftest``,
+    ``ERROR: usage ...``); see :func:`runner_absent` for a missing runner.
+    """
+    match = _EXCEPTION.search(text)
+    if match is not None:
+        return match.group(1).strip()[:300]
+    match = _PYTEST_CRASH.search(text)
+    if match is not None:
+        return next(g for g in match.groups() if g).strip()[:300]
+    return None
+
+
+__all__ = [
+    "MISMATCH",
+    "PYTEST_PARSERS",
+    "RUNNER_STARTED",
+    "crash_line",
+    "runner_absent",
+    "summary_counts",
+    "summary_mismatch",
+]

@@ -1,0 +1,183 @@
+"""The diff policy: which of the agent's changes steer the test run, and undoing them.
+
+A patch is graded on what it does to the code, not on what it does to the runner.
+Before the hidden tests run, every change to a file that decides what is collected or
+how the runner starts is reset to the base commit (or removed when the base lacks it);
+the verdict lists those paths. See the README for the table per harness.
+"""
+
+from __future__ import annotations
+
+import configparser
+import logging
+import shlex
+import tomllib
+from collections.abc import Iterable
+
+from patchgym_rewards.sandbox import ExecResultLike, SandboxLike
+
+log = logging.getLogger(__name__)
+
+STEERING_NAMES: frozenset[str] = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        ".pytest.ini",
+        "pytest.toml",
+        ".pytest.toml",
+        "tox.ini",
+        "sitecustomize.py",
+        "usercustomize.py",
+        "entry_points.txt",  # an in-repo *.egg-info can register a pytest11 plugin
+    }
+)
+"""File names that configure collection or run code when Python or the runner starts."""
+STEERING_SUFFIXES: tuple[str, ...] = (".pth",)
+SECTION_FILES: frozenset[str] = frozenset({"setup.cfg", "pyproject.toml"})
+"""Files reverted only when their pytest section changed."""
+RUNNER_NAMES: frozenset[str] = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig"})
+"""Packages a new repo directory or module must not shadow (``python -m pytest`` puts
+the working directory first on ``sys.path``); ``pytest_*`` plugin names too."""
+TEST_DIRS: frozenset[str] = frozenset({"tests", "test", "Tests", "Test"})
+"""Top-level test directories (``django/test/`` or ``sympy/testing/`` are library code)."""
+
+GIT = "git -c core.fsmonitor=false -c core.hooksPath=/dev/null"
+"""git with the repository's own hooks and fsmonitor command switched off."""
+
+
+def is_test_path(path: str) -> bool:
+    """A visible test file: ``test_*.py``, ``*_test.py`` or under a top-level test directory."""
+    parts = path.split("/")
+    name = parts[-1]
+    return (
+        (name.startswith("test_") and name.endswith(".py"))
+        or name.endswith("_test.py")
+        or (len(parts) > 1 and parts[0] in TEST_DIRS)
+    )
+
+
+def runner_prefix(path: str) -> str | None:
+    """The leading part of ``path`` that is named like the runner (``pytest/``), or None."""
+    parts = path.split("/")
+    for i, part in enumerate(parts):
+        stem = part.removesuffix(".py")
+        if stem in RUNNER_NAMES or stem.startswith("pytest_"):
+            return "/".join(parts[: i + 1])
+    return None
+
+
+def steers(path: str, *, added: bool, tests: bool = True) -> bool:
+    """Whether a change to ``path`` is reverted regardless of its content.
+
+    ``added``: the base commit lacks it (runner-named paths count only then, so the
+    pytest repository's own ``src/_pytest`` stays editable). ``tests``: visible test
+    files count too.
+    """
+    name = path.rsplit("/", 1)[-1]
+    if name in STEERING_NAMES or name.endswith(STEERING_SUFFIXES):
+        return True
+    if tests and is_test_path(path):
+        return True
+    return added and runner_prefix(path) is not None
+
+
+def pytest_section(name: str, text: str) -> str:
+    """The pytest configuration in a ``setup.cfg`` / ``pyproject.toml`` as comparable text.
+
+    A file that does not parse yields its whole text: any change then counts.
+    """
+    try:
+        if name == "pyproject.toml":
+            tool = tomllib.loads(text).get("tool", {})
+            return repr(tool.get("pytest")) if isinstance(tool, dict) else repr(tool)
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(text)
+        return repr(
+            {s: dict(parser[s]) for s in ("tool:pytest", "pytest") if parser.has_section(s)}
+        )
+    except (tomllib.TOMLDecodeError, configparser.Error):
+        return text
+
+
+class PolicyError(Exception):
+    """Reverting failed; grading on top of the agent's steering files cannot be trusted."""
+
+    def __init__(self, message: str, result: ExecResultLike) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def _split(out: str) -> list[str]:
+    return [p for p in out.split("\0") if p]
+
+
+def _quote_all(paths: Iterable[str]) -> str:
+    return " ".join(shlex.quote(p) for p in paths)
+
+
+async def changed_paths(sandbox: SandboxLike, base: str) -> tuple[list[str], set[str]]:
+    """(every path the working copy changes vs ``base``, the paths ``base`` has)."""
+    diff = await sandbox.exec(f"{GIT} diff --name-only --no-renames -z {shlex.quote(base)}")
+    if diff.exit_code != 0:
+        raise PolicyError("listing the agent's changes failed", diff)
+    others = await sandbox.exec(f"{GIT} ls-files --others -z")  # ignored files included
+    changed = list(dict.fromkeys(_split(diff.stdout) + _split(others.stdout)))
+    if not changed:
+        return [], set()
+    tree = await sandbox.exec(
+        f"{GIT} ls-tree -r --name-only -z {shlex.quote(base)} -- {_quote_all(changed)}"
+    )
+    return changed, set(_split(tree.stdout))
+
+
+async def revert_steering(
+    sandbox: SandboxLike, base_commit: str | None, *, tests: bool = True
+) -> list[str]:
+    """Reset steering changes to ``base_commit`` (HEAD when None); return what was reverted.
+
+    Paths the base has are checked out from it; others are removed (a runner-named
+    directory as a whole). Raises :class:`PolicyError` when git cannot restore a file.
+    """
+    base = base_commit or "HEAD"
+    changed, in_base = await changed_paths(sandbox, base)
+    restore: list[str] = []
+    remove: list[str] = []
+    for path in changed:
+        added = path not in in_base
+        if path.rsplit("/", 1)[-1] in SECTION_FILES:
+            if await _section_changed(sandbox, base, path, added=added):
+                (remove if added else restore).append(path)
+            continue
+        if not steers(path, added=added, tests=tests):
+            continue
+        prefix = runner_prefix(path) if added else None
+        if prefix is not None and not is_test_path(path):
+            if prefix not in remove:
+                remove.append(prefix)
+        elif added:
+            remove.append(path)
+        else:
+            restore.append(path)
+    if remove:
+        await sandbox.exec(f"{GIT} rm -q -r -f --cached --ignore-unmatch -- {_quote_all(remove)}")
+        await sandbox.exec(f"rm -rf -- {_quote_all(remove)}")
+    if restore:
+        done = await sandbox.exec(f"{GIT} checkout {shlex.quote(base)} -- {_quote_all(restore)}")
+        if done.exit_code != 0:
+            raise PolicyError("restoring steering files to the base commit failed", done)
+    reverted = sorted([*remove, *restore])
+    if reverted:
+        log.info("diff policy reverted: %s", reverted)
+    return reverted
+
+
+async def _section_changed(sandbox: SandboxLike, base: str, path: str, *, added: bool) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    old = (
+        "" if added else (await sandbox.exec(f"{GIT} show {shlex.quote(f'{base}:{path}')}")).stdout
+    )
+    try:
+        new = (await sandbox.read_file(path)).decode("utf-8", errors="replace")
+    except (OSError, ValueError):
+        return True  # deleted or unreadable: restore it
+    return pytest_section(name, old) != pytest_section(name, new)
