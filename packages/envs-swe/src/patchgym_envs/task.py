@@ -60,7 +60,10 @@ class Task(BaseModel):
     """Visible test command the agent may run (debug-gym's ``eval`` and ``pdb``)."""
     grader: Grader = "swebench"
     plugin_autoload: bool = False
-    """The suite needs its installed pytest plugins: grade with plugin autoloading on."""
+    """The suite needs its installed pytest plugins: grade with plugin autoloading on.
+    Converted dataset rows set it (their images and local envs ship the plugins the suite
+    uses, and a fresh grading sandbox carries no plugin the agent planted); the bundled
+    tasks leave it off."""
     log_parser: str = "pytest"
     fail_to_pass: list[str] = Field(default_factory=list)
     pass_to_pass: list[str] = Field(default_factory=list)

@@ -78,6 +78,7 @@ def from_r2egym(row: Mapping[str, Any], opts: ConvertOptions) -> Task:
         eval_script=R2E_EVAL,
         eval_timeout=opts.eval_timeout,
         grader="r2e",
+        plugin_autoload=True,
         log_parser="r2e",
         expected_output_json=expected,
         metadata={
@@ -121,6 +122,7 @@ def from_swebench_r2e(row: Mapping[str, Any], opts: ConvertOptions) -> Task:
         eval_script=c.req_str(row, "run_tests"),
         eval_timeout=opts.eval_timeout,
         grader="swebench",
+        plugin_autoload=True,
         log_parser=grading.parser_for(repo),
         fail_to_pass=c.str_list(row, "FAIL_TO_PASS"),
         pass_to_pass=c.str_list(row, "PASS_TO_PASS"),

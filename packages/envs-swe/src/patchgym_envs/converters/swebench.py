@@ -44,6 +44,7 @@ def _common(row: Mapping[str, Any], opts: ConvertOptions) -> dict[str, Any]:
         "eval_script": eval_script(repo, [*existing, *created], test_cmd=opts.test_cmd),
         "eval_timeout": opts.eval_timeout,
         "grader": "swebench",
+        "plugin_autoload": True,
         "log_parser": grading.parser_for(repo),
         "fail_to_pass": c.str_list(row, "FAIL_TO_PASS"),
         "pass_to_pass": c.str_list(row, "PASS_TO_PASS"),

@@ -55,6 +55,7 @@ def from_swesmith(row: Mapping[str, Any], opts: ConvertOptions) -> Task:
         eval_script=f"{ACTIVATE}\n{cmd} {' '.join(shlex.quote(f) for f in files)}\n",
         eval_timeout=opts.eval_timeout,
         grader="swesmith",
+        plugin_autoload=True,
         log_parser=grading.parser_for(repo),
         fail_to_pass=f2p,
         pass_to_pass=p2p,
