@@ -21,6 +21,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from patchgym_sandbox.session import ShellChannel
 READY_TIMEOUT_S = 30.0
 
 
+@cache
 def _source(name: str) -> str:
     return resources.files("patchgym_sandbox").joinpath(name).read_text()
 
