@@ -183,7 +183,19 @@ async def bench_docker_mode(args: argparse.Namespace, mode: str) -> list[Row]:
 
 # -- k8s ---------------------------------------------------------------------------
 async def bench_k8s(args: argparse.Namespace) -> list[Row]:
-    """k8s backend vs ``stream(connect_get_namespaced_pod_exec)`` on the same pod."""
+    rows: list[Row] = []
+    for i, mode in enumerate(args.k8s_modes):
+        rows += await bench_k8s_mode(args, mode, lifecycle=i == 0)
+    return rows
+
+
+async def bench_k8s_mode(args: argparse.Namespace, mode: str, *, lifecycle: bool) -> list[Row]:
+    """k8s backend (one ``exec_mode``) vs ``stream(connect_get_namespaced_pod_exec)`` on the same pod.
+
+    ``server`` (default): commands go through the in-pod exec server over one long-lived
+    stream; ``exec``: one exec stream per command. Lifecycle and concurrency rows are
+    measured for the first mode only (they create dozens of pods).
+    """
     import os
     import warnings
 
@@ -204,8 +216,15 @@ async def bench_k8s(args: argparse.Namespace) -> list[Row]:
     rows: list[Row] = []
     labels = {"patchgym.bench": "backends"}
     backend = create_backend(
-        {"type": "k8s", "kubeconfig": kubeconfig, "host_network": host_network, "labels": labels}
+        {
+            "type": "k8s",
+            "kubeconfig": kubeconfig,
+            "host_network": host_network,
+            "labels": labels,
+            "exec_mode": mode,
+        }
     )
+    label = f"k8s ({mode})"
     spec = SandboxSpec(image=args.image)
     conf = k8s_client.Configuration()
     k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
@@ -253,7 +272,7 @@ async def bench_k8s(args: argparse.Namespace) -> list[Row]:
             ):
                 rows.append(
                     Row(
-                        "k8s",
+                        label,
                         f"{name} p50 / p95",
                         f"{ms(pct(xs, 0.5))} / {ms(pct(xs, 0.95))}",
                         f"n={len(xs)}",
@@ -261,7 +280,7 @@ async def bench_k8s(args: argparse.Namespace) -> list[Row]:
                 )
             rows.append(
                 Row(
-                    "k8s",
+                    label,
                     "exec ratio ours/raw (p50, p95)",
                     f"{pct(mine, 0.5) / pct(theirs, 0.5):.2f}× / {pct(mine, 0.95) / pct(theirs, 0.95):.2f}×",
                     "target ≤ 1.10×",
@@ -269,7 +288,7 @@ async def bench_k8s(args: argparse.Namespace) -> list[Row]:
             )
             rows.append(
                 Row(
-                    "k8s",
+                    label,
                     "raw stream(supervisor argv for 'true') p50",
                     ms(pct(sup, 0.5)),
                     f"same in-pod supervisor, no patchgym client; ours/this = {pct(mine, 0.5) / pct(sup, 0.5):.2f}×",
@@ -277,23 +296,25 @@ async def bench_k8s(args: argparse.Namespace) -> list[Row]:
             )
             rows.append(
                 Row(
-                    "k8s",
+                    label,
                     "raw stream(['python3','-I','-S','-c','pass']) p50",
                     ms(pct(floor, 0.5)),
                     "floor of any per-exec in-pod supervisor",
                 )
             )
 
+        if not lifecycle:
+            return rows
         rows.append(
             await lifecycle_row(
-                backend, spec, "k8s", args.lifecycle_n, "; close waits until the pod is gone"
+                backend, spec, label, args.lifecycle_n, "; close waits until the pod is gone"
             )
         )
         for width in args.concurrency:
             wall, rate = await concurrent_rollouts(lambda: backend.sandbox(spec), width, args.execs)
             rows.append(
                 Row(
-                    "k8s",
+                    label,
                     f"{width} sandboxes × {args.execs} execs (create+execs+close)",
                     f"{wall:.2f} s wall",
                     f"{rate:.1f} execs/s; {width / wall:.2f} sandboxes/s",
@@ -332,6 +353,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--docker-modes", nargs="+", choices=["server", "exec"], default=["server", "exec"]
+    )
+    parser.add_argument(
+        "--k8s-modes", nargs="+", choices=["server", "exec"], default=["server", "exec"]
     )
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 32])
     args = parser.parse_args()

@@ -33,7 +33,7 @@ async def backend(k8s_config: Callable[..., dict[str, Any]]) -> AsyncIterator[K8
             tolerations=[{"key": "patchgym.test", "operator": "Exists", "effect": "NoSchedule"}],
             annotations={"example.com/owner": "tests"},
             pod_overrides={"spec": {"dnsPolicy": "Default"}},
-            container_overrides={"securityContext": {"allowPrivilegeEscalation": False}},
+            container_overrides={"securityContext": {"readOnlyRootFilesystem": False}},
         )
     )
     assert isinstance(b, K8sBackend)
@@ -84,7 +84,13 @@ def test_manifest_carries_the_config(k8s_config: Callable[..., dict[str, Any]]) 
     assert s["automountServiceAccountToken"] is False and s["restartPolicy"] == "Never"
     c = s["containers"][0]
     assert c["resources"] == {"limits": {"memory": "512Mi"}, "requests": {"cpu": "100m"}}
-    assert c["securityContext"] == {"runAsUser": 1000, "runAsGroup": 1000}
+    sec = c["securityContext"]
+    assert sec["runAsUser"] == 1000 and sec["runAsGroup"] == 1000
+    assert sec["allowPrivilegeEscalation"] is False and sec["privileged"] is False
+    assert sec["capabilities"]["drop"] == ["ALL"] and "NET_RAW" not in sec["capabilities"]["add"]
+    assert sec["seccompProfile"] == {"type": "RuntimeDefault"}
+    default = pod_manifest(cfg, SandboxSpec(image="img:1"), "pg-z", "n")["spec"]["containers"][0]
+    assert default["resources"]["limits"] == {"memory": "4096Mi"}  # default_memory_mb
     assert c["env"] == [{"name": "A", "value": "1"}]
     with pytest.raises(ConfigError, match="numeric"):
         pod_manifest(cfg, SandboxSpec(image="i", user="alice"), "pg-y", "n")

@@ -22,3 +22,13 @@ class TestK8sConformance(SandboxConformance):
     @pytest.fixture
     def sandbox_spec(self, test_image: str) -> SandboxSpec:
         return SandboxSpec(image=test_image, workdir="/testbed")
+
+
+class TestK8sConformancePerExec(TestK8sConformance):
+    """``exec_mode="exec"``: one exec stream of the supervisor per command (the fallback)."""
+
+    reap_sandboxes = 3
+
+    @pytest.fixture
+    def backend_config(self, k8s_config: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+        return k8s_config(exec_mode="exec")

@@ -117,3 +117,20 @@ async def test_unknown_runtime_class_is_a_config_error(
             await b.sandbox(spec).start()
     finally:
         await b.aclose()
+
+
+async def test_killed_exec_server_is_the_commands_doing(
+    backend: K8sBackend, spec: SandboxSpec
+) -> None:
+    """A command that kills the in-pod exec server ends with exit 137 (the kubelet saw the
+    server exit: not infra, so a policy cannot turn a bad rollout into a dropped one); the
+    server restarts on the next command, and concurrent commands share it."""
+    async with backend.sandbox(spec) as sb:
+        assert (await sb.exec("true")).ok
+        r = await sb.exec("kill -9 $PPID; sleep 1")  # the command's parent is the server
+        assert r.exit_code == 137 and "killed the sandbox's exec server" in r.stderr
+        assert (await sb.exec("echo again")).stdout == "again\n"
+        many = await asyncio.gather(*(sb.exec(f"sleep 0.3; echo {i}") for i in range(8)))
+        assert [m.stdout for m in many] == [f"{i}\n" for i in range(8)]
+        big = bytes(range(256)) * 8192  # 2 MiB of stdin through the server's request line
+        assert (await sb.exec("wc -c", stdin=big)).stdout.strip() == str(len(big))

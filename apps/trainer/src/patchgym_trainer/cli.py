@@ -173,6 +173,45 @@ def datasets_register(
     register(cfg, name, console)
 
 
+@datasets_app.command("build-local")
+def datasets_build_local(
+    overrides: Overrides = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="templates, tasks.jsonl and report go here")
+    ] = Path("patchgym-local"),
+    mirror: Annotated[
+        list[str] | None,
+        typer.Option("--mirror", help="owner/name=git URL or local path (repeatable)"),
+    ] = None,
+    specs: Annotated[
+        Path | None, typer.Option("--specs", help="JSON/YAML install specs laid over the harness's")
+    ] = None,
+    python: Annotated[
+        str | None, typer.Option("--python", help="build every env with this Python (e.g. 3.11)")
+    ] = None,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option("--cache-dir", help="mirrors and envs (default ~/.cache/patchgym)"),
+    ] = None,
+    probe: Annotated[
+        bool, typer.Option("--probe", help="run each gold patch once to find network-bound tests")
+    ] = False,
+) -> None:
+    """Build the dataset's rows as local tasks: repo at base commit + a uv env, no Docker."""
+    from patchgym_envs.localbuild import LocalBuildConfig
+    from patchgym_trainer.build_local import build_local, parse_mirrors
+
+    cfg = compose(overrides or [])
+    fields: dict[str, object] = {"out": out, "mirrors": parse_mirrors(mirror or []), "specs": specs}
+    if python:
+        fields["python"] = python
+    if cache_dir:
+        fields["cache_dir"] = cache_dir
+    report = build_local(cfg, LocalBuildConfig.model_validate(fields), console, probe=probe)
+    if not report.built:
+        raise typer.Exit(1)
+
+
 @datasets_app.command("info")
 def datasets_info(
     name: Annotated[str | None, typer.Argument(help="registered name; omit to list")] = None,

@@ -31,6 +31,12 @@ def local_path(python: str | None = None) -> str:
     return folder + os.pathsep + os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
 
 
+def local_mounts(task: Task) -> list[str]:
+    """A locally built task's environment and interpreter (``patchgym datasets build-local``)."""
+    env = task.metadata.get("local_env") or {}
+    return [p for p in (env.get("path"), env.get("base_prefix")) if isinstance(p, str) and p]
+
+
 def spec_for(
     task: Task,
     backend: SandboxBackend,
@@ -58,6 +64,7 @@ def spec_for(
         "run_id": run_id,
         "rollout_id": rollout_id,
         "resources": resources if resources is not None else DEFAULT_RESOURCES,
+        "mounts": local_mounts(task) if backend.name == "local" else [],
     }
     if lease_s is not None:
         fields["lease_s"] = lease_s

@@ -1,6 +1,8 @@
-"""Client of the in-sandbox exec daemon (:mod:`patchgym_ags.execd`) over one envd stream.
+"""Client of the in-sandbox exec daemon over one envd stream.
 
-The daemon is started once per sandbox with a stdin pipe; a command costs one ``SendInput``
+The daemon is sandbox-core's exec server (:mod:`patchgym_sandbox.serve`, the same loop the
+docker and k8s backends run), uploaded next to the supervisor and started once per
+sandbox with a stdin pipe; a command costs one ``SendInput``
 call (requests are serialised so lines never interleave) and its frames come back on the
 daemon's stdout stream, demultiplexed here by request id into each command's
 :class:`~patchgym_sandbox.remote.FrameDecoder`. If the daemon or its stream dies, pending
@@ -10,23 +12,21 @@ commands fail and the next command starts a new daemon.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import json
 import uuid
-from importlib import resources
 from typing import Any
 
 from patchgym_ags.envd import EnvdProcesses, event_kind, output_of
 from patchgym_sandbox.errors import InfraError
-from patchgym_sandbox.remote import SUPERVISOR_PATH, FrameDecoder, request_payload
+from patchgym_sandbox.remote import SUPERVISOR_PATH, FrameDecoder, server_request, server_source
 from patchgym_sandbox.sandbox import ExecRequest
 
 EXECD_PATH = "/tmp/.patchgym-execd.py"
 
 
 def execd_source() -> bytes:
-    return resources.files("patchgym_ags").joinpath("execd.py").read_bytes()
+    """sandbox-core's exec server loop, uploaded to :data:`EXECD_PATH`."""
+    return server_source()
 
 
 class ExecDaemon:
@@ -101,14 +101,11 @@ class ExecDaemon:
     async def run(self, req: ExecRequest, decoder: FrameDecoder) -> None:
         pid = await self._ensure()
         rid = uuid.uuid4().hex
-        payload = {"id": rid, **request_payload(req)}
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending[rid] = (decoder, fut)
         try:
             async with self._send_lock:
-                await self._procs.send_stdin(
-                    pid, base64.b64encode(json.dumps(payload).encode()) + b"\n"
-                )
+                await self._procs.send_stdin(pid, server_request(rid, req))
             await fut
         finally:
             self._pending.pop(rid, None)

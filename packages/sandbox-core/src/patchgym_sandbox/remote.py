@@ -18,11 +18,28 @@ from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest
 
 SUPERVISOR_PATH = "/tmp/.patchgym-supervisor.py"
+SERVER_READY = b"- READY "
+"""The exec server's first line (``- READY <pid>``), see :mod:`patchgym_sandbox.serve`."""
 
 
 def supervisor_source() -> bytes:
     """The supervisor script (stdlib only, Python 3.6+) to place inside the sandbox."""
     return resources.files("patchgym_sandbox").joinpath("supervisor.py").read_bytes()
+
+
+def server_source() -> bytes:
+    """The in-sandbox exec server (:mod:`patchgym_sandbox.serve`; stdlib only, Python 3.6+)."""
+    return resources.files("patchgym_sandbox").joinpath("serve.py").read_bytes()
+
+
+def server_request(rid: str, req: ExecRequest) -> bytes:
+    """One request line for the exec server."""
+    return f"{rid} R {encode_request(req)}\n".encode()
+
+
+def server_kill(var: str, token: str) -> bytes:
+    """A line asking the exec server to kill every process carrying ``var=token``."""
+    return f"k K {var} {token}\n".encode()
 
 
 def request_payload(req: ExecRequest) -> dict[str, object]:
@@ -85,6 +102,19 @@ class FrameDecoder:
     def diagnostic(self) -> str:
         """What came back that was not a frame (an interpreter error, usually)."""
         return decode(b"\n".join([*self._garbage, self._pending]))[-2000:]
+
+    def runner_killed(self) -> ExecResult:
+        """The result of a command whose in-sandbox exec server died while the sandbox lives.
+
+        Only something inside the sandbox can kill the server there (``kill -9 $PPID``), so
+        this is the command's outcome, not an infra failure: exit 137 plus a note on stderr.
+        """
+        self._pending = b""
+        self._capture.feed(
+            2, b"\npatchgym: the command killed the sandbox's exec server (its parent); it ended\n"
+        )
+        status = {"exit_code": 137, "timed_out": False, "idle_timed_out": False, "duration_s": 0.0}
+        return self._capture.result(status)
 
     def result(self) -> ExecResult:
         if self._pending:

@@ -11,19 +11,18 @@ from __future__ import annotations
 import asyncio
 import io
 import os
-import posixpath
 import shlex
 import tarfile
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from patchgym_sandbox import paths
-from patchgym_sandbox.errors import ConfigError, PathOutsideSandbox, SandboxClosed
+from patchgym_sandbox import paths, tarsafe
+from patchgym_sandbox.errors import ConfigError, SandboxClosed
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.spec import SandboxSpec
 
@@ -43,23 +42,6 @@ class ExecRequest:
     stdin: bytes | None
     user: str | None
     max_output_bytes: int
-
-
-def _links_within(top: str) -> Callable[[tarfile.TarInfo, str], tarfile.TarInfo]:
-    """tar's ``data`` filter, and links must point inside the downloaded tree ``top``."""
-
-    def check(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
-        member = tarfile.data_filter(member, dest)
-        if member.issym() or member.islnk():
-            base = posixpath.dirname(member.name) if member.issym() else ""
-            target = posixpath.normpath(posixpath.join(base, member.linkname))
-            if target != top and not target.startswith(top + "/"):
-                raise PathOutsideSandbox(
-                    f"download refused: link {member.name!r} points outside it ({member.linkname!r})"
-                )
-        return member
-
-    return check
 
 
 def new_sandbox_id() -> str:
@@ -238,9 +220,9 @@ class Sandbox(ABC):
                 rel = m.name[len(root) :].lstrip("/")
                 m.name = str(Path(out.name) / rel) if rel else out.name
             try:
-                tar.extractall(out.parent, members=members, filter=_links_within(out.name))
-            except tarfile.FilterError as exc:  # a link planted to point out of ``dest``
-                raise PathOutsideSandbox(f"download of {source!r} refused: {exc}") from exc
+                tar.extractall(out.parent, members=members, filter=tarsafe.within(out))
+            except tarfile.FilterError as exc:
+                raise tarsafe.refused(exc, out) from exc
 
     async def put_archive(self, dest_dir: str, tar_bytes: bytes) -> None:
         """Extract an uncompressed tar stream into ``dest_dir`` (created if missing)."""

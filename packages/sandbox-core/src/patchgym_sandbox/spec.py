@@ -39,6 +39,9 @@ class SandboxSpec(BaseModel):
     lease_s: float = Field(default=3600.0, gt=0)
     """Time to live: after this the sandbox is fair game for ``reap(expired=True)``."""
     network: bool = False
+    mounts: list[str] = Field(default_factory=list)
+    """Host folders visible read-only at the same path inside the sandbox (local backend:
+    a task's prebuilt environment and its interpreter). Other backends ignore it."""
     user: str | None = None
     max_output_bytes: int = Field(default=DEFAULT_MAX_OUTPUT_BYTES, ge=1024)
     """Per-stream cap for ``exec`` output; head and tail are kept."""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from patchgym_sandbox import tarsafe
 from patchgym_sandbox.errors import SandboxFileNotFound
 
 
@@ -155,7 +156,12 @@ class _Stopped(Exception):
 
 
 def extract_as(chunks: Iterable[bytes], dest: Path) -> None:
-    """Extract a ``get_archive`` stream so that its single top entry becomes ``dest``."""
+    """Extract a ``get_archive`` stream so that its single top entry becomes ``dest``.
+
+    The stream comes from an untrusted sandbox: :func:`patchgym_sandbox.tarsafe.within`
+    refuses names or links that leave ``dest``, devices and set-id bits; a refused member
+    is :class:`~patchgym_sandbox.errors.PathOutsideSandbox`.
+    """
     with tarfile.open(fileobj=io.BufferedReader(ChunkReader(chunks)), mode="r|") as tar:
         root: str | None = None
         for member in tar:
@@ -164,4 +170,7 @@ def extract_as(chunks: Iterable[bytes], dest: Path) -> None:
                 dest.parent.mkdir(parents=True, exist_ok=True)
             rel = member.name[len(root) :].lstrip("/")
             member.name = str(Path(dest.name) / rel) if rel else dest.name
-            tar.extract(member, dest.parent, filter="data")
+            try:
+                tar.extract(member, dest.parent, filter=tarsafe.within(dest))
+            except tarfile.FilterError as exc:
+                raise tarsafe.refused(exc, dest) from exc

@@ -1,4 +1,4 @@
-"""Client of the in-container exec server (``exec_server.py``) over one attached exec.
+"""Client of the in-container exec server (``patchgym_sandbox.serve``) over one attached exec.
 
 One connection per sandbox: requests are lines written to the exec's stdin; a daemon
 thread demultiplexes the engine's stdout/stderr frames, splits lines and routes each to
@@ -15,11 +15,11 @@ import socket
 import struct
 import threading
 from collections.abc import Awaitable, Callable
-from importlib import resources
 from typing import Any
 
 from patchgym_docker.shell import raw_socket
-from patchgym_sandbox.remote import FrameDecoder, encode_request
+from patchgym_sandbox import remote
+from patchgym_sandbox.remote import FrameDecoder
 from patchgym_sandbox.sandbox import ExecRequest
 
 
@@ -28,7 +28,8 @@ class ServerGone(Exception):
 
 
 def server_source() -> str:
-    return resources.files("patchgym_docker").joinpath("exec_server.py").read_text()
+    """sandbox-core's exec server loop, passed in argv (``python3 -I -S -c <source>``)."""
+    return remote.server_source().decode()
 
 
 class _Pending:
@@ -66,6 +67,8 @@ class ExecServerConnection:
         self._ready = threading.Event()
         self._stderr = bytearray()
         self.alive = True
+        self.exec_id: str | None = None
+        """The engine's id of the server's exec (to tell a killed server from a broken stream)."""
         self._reader = threading.Thread(
             target=self._read_loop, name="patchgym-docker-exec", daemon=True
         )
@@ -143,7 +146,7 @@ class ExecServerConnection:
             if not self.alive:
                 raise ServerGone(self.diagnostic())
             self._pending[rid] = entry
-        line = rid + b" R " + encode_request(req).encode() + b"\n"
+        line = remote.server_request(rid.decode(), req)
         try:
             await self._run_blocking(lambda: self._send(line))
         except OSError as exc:
@@ -156,7 +159,7 @@ class ExecServerConnection:
         if not self.alive:
             return False
         try:
-            await self._run_blocking(lambda: self._send(f"k K {var} {token}\n".encode()))
+            await self._run_blocking(lambda: self._send(remote.server_kill(var, token)))
         except OSError:
             return False
         return True

@@ -91,13 +91,15 @@ class DockerSandbox(Sandbox):
             "network_mode": cfg.network_enabled_mode if self.spec.network else cfg.network_mode,
             "init": cfg.init,
         }
-        if res.memory_mb is not None:
-            kwargs["mem_limit"] = f"{res.memory_mb}m"
-            kwargs["memswap_limit"] = f"{res.memory_mb}m"
+        memory_mb = res.memory_mb if res.memory_mb is not None else cfg.default_memory_mb
+        if memory_mb is not None:
+            kwargs["mem_limit"] = f"{memory_mb}m"
+            kwargs["memswap_limit"] = f"{memory_mb}m"
         if res.cpus is not None:
             kwargs["nano_cpus"] = int(res.cpus * 1e9)
-        if res.pids is not None:
-            kwargs["pids_limit"] = res.pids
+        pids = res.pids if res.pids is not None else cfg.default_pids
+        if pids is not None:
+            kwargs["pids_limit"] = pids
         if res.cpu_time_s is not None:
             kwargs["ulimits"] = [Ulimit(name="cpu", soft=res.cpu_time_s, hard=res.cpu_time_s)]
         if cfg.runtime is not None:
@@ -106,6 +108,10 @@ class DockerSandbox(Sandbox):
             kwargs["cap_drop"] = cfg.cap_drop
         if cfg.cap_add:
             kwargs["cap_add"] = cfg.cap_add
+        if cfg.no_new_privileges:
+            kwargs["security_opt"] = ["no-new-privileges"]
+        if cfg.read_only_rootfs:
+            kwargs["read_only"] = True
         if cfg.shm_size_mb is not None:
             kwargs["shm_size"] = f"{cfg.shm_size_mb}m"
         kwargs.update(cfg.extra_host_config)
@@ -178,6 +184,7 @@ class DockerSandbox(Sandbox):
                 lost_if_missing=self.id,
             )
             conn = ExecServerConnection(hijacked, self._engine.run)
+            conn.exec_id = exec_id
             if not await self._engine.run(lambda: conn.wait_ready(SERVER_READY_TIMEOUT_S)):
                 conn.close()
                 await self._raise_if_lost("the exec server start")
@@ -208,11 +215,32 @@ class DockerSandbox(Sandbox):
             raise
         except ServerGone as exc:
             await self._raise_if_lost(f"exec of {req.cmd[:80]!r}")
+            if await self._server_exited(server):
+                # The container runs and the server process exited: something inside killed
+                # it (the command, `kill -9 $PPID`). The task's doing, not infra.
+                return decoder.runner_killed()
             raise InfraError(
-                f"sandbox {self.id}: the exec server died during {req.cmd[:80]!r} (did the command "
-                f"kill it?); it restarts on the next exec. {exc}"
+                f"sandbox {self.id}: the stream to the exec server broke during "
+                f"{req.cmd[:80]!r}; it restarts on the next exec. {exc}"
             ) from None
         return decoder.result()
+
+    async def _server_exited(self, server: ExecServerConnection) -> bool:
+        """Whether the engine saw the exec server's process end (vs. only its stream)."""
+        exec_id = server.exec_id
+        if exec_id is None:
+            return False
+        for _ in range(LOST_CHECKS):
+            info = await self._engine.call(
+                f"inspect the exec server of {self.id}",
+                lambda api: api.exec_inspect(exec_id),
+                idempotent=True,
+                lost_if_missing=self.id,
+            )
+            if not info.get("Running"):
+                return True
+            await asyncio.sleep(LOST_CHECK_INTERVAL_S)
+        return False
 
     async def _exec_per_call(self, req: ExecRequest) -> ExecResult:
         """One ``docker exec`` running the supervisor for this command alone."""

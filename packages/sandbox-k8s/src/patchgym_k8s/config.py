@@ -11,6 +11,7 @@ from patchgym_sandbox.backend import BackendConfig
 if TYPE_CHECKING:
     from patchgym_k8s.backend import K8sBackend
 
+DEFAULT_CAP_ADD = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "KILL")
 DEFAULT_CREATE_BACKOFF_S = (5.0, 10.0, 20.0, 40.0, 60.0)
 """Delays between create attempts on 409/429/500/503 (jittered; Retry-After wins)."""
 
@@ -47,9 +48,16 @@ class K8sConfig(BackendConfig):
     """e.g. ``gvisor`` or ``kata``; None uses the cluster default."""
     priority_class: str | None = None
     host_network: bool = False
-    """Only for clusters whose CNI gives pods no IP (the loopback-only test cluster)."""
+    """Only for clusters whose CNI gives pods no IP (the loopback-only test cluster). It
+    gives the sandbox the node's network, host loopback included: never for real runs."""
+    cap_add: list[str] = Field(default_factory=lambda: list(DEFAULT_CAP_ADD))
+    """Capabilities kept after ``drop: [ALL]``: what installs, git and ``su`` need as root."""
+    seccomp_profile: Literal["RuntimeDefault", "Unconfined"] = "RuntimeDefault"
+    """The container runtime's default seccomp filter (Kubernetes' own default is none)."""
     requests: dict[str, str] = Field(default_factory=dict)
     """Container resource requests, e.g. ``{"cpu": "250m", "memory": "512Mi"}``."""
+    default_memory_mb: int | None = Field(default=4096, gt=0)
+    """Memory limit when neither ``limits`` nor the spec sets one (None = unlimited)."""
     limits: dict[str, str] = Field(default_factory=dict)
     """Container limits; ``SandboxSpec.resources`` fills memory/cpu/ephemeral-storage when unset here."""
     termination_grace_s: int = Field(default=1, ge=0)
@@ -63,6 +71,11 @@ class K8sConfig(BackendConfig):
     """Deep-merged into the sandbox container (``securityContext``, ``volumeMounts`` ...)."""
     python: str = "python3"
     """Interpreter in the image that runs the in-sandbox supervisor (Python 3.6+)."""
+    exec_mode: Literal["server", "exec"] = "server"
+    """``server``: one in-pod exec server per sandbox, started through one long-lived exec
+    stream, runs every command (a line each way); ``exec``: one exec stream per command.
+    Both run sandbox-core's supervisor inside the pod; ``server`` falls back to ``exec``
+    when its server cannot start."""
 
     # -- timing -------------------------------------------------------------------------
     create_timeout_s: float = Field(default=300.0, gt=0)
@@ -89,6 +102,32 @@ class K8sConfig(BackendConfig):
     prepull_timeout_s: float = Field(default=600.0, gt=0)
     prepull_pause_image: str = "registry.k8s.io/pause:3.9"
     """Main container of the pre-pull DaemonSet (something tiny that just sleeps)."""
+
+    @field_validator("pod_overrides")
+    @classmethod
+    def _no_host_pod(cls, v: dict[str, Any]) -> dict[str, Any]:
+        spec = v.get("spec") or {}
+        for key in ("hostPID", "hostIPC", "hostNetwork"):
+            if spec.get(key):
+                raise ValueError(
+                    f"pod_overrides: spec.{key} shares a host namespace; it is refused"
+                )
+        for vol in spec.get("volumes") or []:
+            if isinstance(vol, dict) and "hostPath" in vol:
+                raise ValueError(
+                    f"pod_overrides: hostPath volume {vol.get('name')!r} exposes the node; it is refused"
+                )
+        return v
+
+    @field_validator("container_overrides")
+    @classmethod
+    def _no_privileged(cls, v: dict[str, Any]) -> dict[str, Any]:
+        sec = v.get("securityContext") or {}
+        if sec.get("privileged") or sec.get("allowPrivilegeEscalation"):
+            raise ValueError(
+                "container_overrides: securityContext privileged/allowPrivilegeEscalation is refused"
+            )
+        return v
 
     @field_validator("create_backoff_s")
     @classmethod

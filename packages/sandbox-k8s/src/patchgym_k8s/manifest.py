@@ -38,8 +38,9 @@ def _quantity_mb(mb: int) -> str:
 def resources(cfg: K8sConfig, spec: SandboxSpec) -> dict[str, dict[str, str]]:
     limits = dict(cfg.limits)
     r = spec.resources
-    if r.memory_mb is not None:
-        limits.setdefault("memory", _quantity_mb(r.memory_mb))
+    memory_mb = r.memory_mb if r.memory_mb is not None else cfg.default_memory_mb
+    if memory_mb is not None:
+        limits.setdefault("memory", _quantity_mb(memory_mb))
     if r.cpus is not None:
         limits.setdefault("cpu", f"{int(r.cpus * 1000)}m")
     if r.disk_mb is not None:
@@ -68,6 +69,17 @@ def run_as(user: str | None) -> dict[str, int]:
     return ctx
 
 
+def security_context(cfg: K8sConfig, spec: SandboxSpec) -> dict[str, Any]:
+    """The container's securityContext: no privilege escalation, capabilities dropped."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "capabilities": {"drop": ["ALL"], "add": list(cfg.cap_add)},
+        "seccompProfile": {"type": cfg.seccomp_profile},
+        **run_as(spec.user),
+    }
+
+
 def pod_manifest(cfg: K8sConfig, spec: SandboxSpec, name: str, nonce: str) -> dict[str, Any]:
     if not spec.image:
         raise ConfigError("the k8s backend needs SandboxSpec.image (a container image)")
@@ -91,9 +103,7 @@ def pod_manifest(cfg: K8sConfig, spec: SandboxSpec, name: str, nonce: str) -> di
         "env": [{"name": k, "value": v} for k, v in spec.env.items()],
         "resources": resources(cfg, spec),
     }
-    sec = run_as(spec.user)
-    if sec:
-        container["securityContext"] = sec
+    container["securityContext"] = security_context(cfg, spec)
     container = deep_merge(container, cfg.container_overrides)
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 from patchgym_k8s import commands, files, manifest
 from patchgym_k8s.create import create_pod
 from patchgym_k8s.deletion import delete_pod
-from patchgym_k8s.errors import SandboxFileError
-from patchgym_k8s.execstream import StreamOpenError
+from patchgym_k8s.errors import ExecStalled, SandboxFileError
+from patchgym_k8s.execserver import ExecServer, ServerGone, server_argv
+from patchgym_k8s.execstream import ExecStream, StreamOpenError
 from patchgym_k8s.metadata import labels_of, lease_patch
 from patchgym_k8s.readiness import wait_running
 from patchgym_sandbox import labels as L
@@ -37,6 +38,9 @@ WAIT_FOR_SUPERVISOR = (
     'i=0; while [ ! -f "$1" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; shift; exec "$@"'
 )
 RETRYABLE_OPEN = frozenset({0, 429, 500, 502, 503, 504})
+MAX_SERVER_STARTS = 3
+"""Exec server (re)starts per sandbox before falling back to one exec stream per command."""
+SERVER_READY_TIMEOUT_S = 30.0
 
 
 class K8sSandbox(Sandbox):
@@ -47,6 +51,9 @@ class K8sSandbox(Sandbox):
         self._backend = backend
         self._cfg = backend.config
         self._supervisor_seen = False
+        self._server: ExecServer | None = None
+        self._server_lock = asyncio.Lock()
+        self._server_starts = 0
         self._channels: list[ShellChannel] = []
 
     @property
@@ -68,6 +75,9 @@ class K8sSandbox(Sandbox):
         )
 
     async def _close(self) -> None:
+        if self._server is not None:
+            server, self._server = self._server, None
+            await self._backend.call(server.close)
         for chan in self._channels:
             try:
                 await chan.close()
@@ -141,6 +151,94 @@ class K8sSandbox(Sandbox):
                 f"the k8s exec API runs as the pod's user; per-command user {req.user!r} is not "
                 "supported: set SandboxSpec.user (a numeric uid) for the whole sandbox"
             )
+        if self._cfg.exec_mode == "server":
+            server = await self._exec_server()
+            if server is not None:
+                try:
+                    return await self._exec_on_server(server, req)
+                except ServerGone:  # the request was never queued: the fallback is safe
+                    pass
+        return await self._exec_per_call(req)
+
+    async def _exec_server(self) -> ExecServer | None:
+        """The pod's exec server, (re)started on demand; None means one stream per command."""
+        if self._server is not None and self._server.alive:
+            return self._server
+        async with self._server_lock:
+            if self._server is not None and self._server.alive:
+                return self._server
+            if self._server_starts >= MAX_SERVER_STARTS:
+                return None
+            self._server_starts += 1
+            try:
+                ws = await self._backend.call(
+                    ExecStream,
+                    self._backend.api,
+                    self.pod_name,
+                    self._cfg.container_name,
+                    server_argv(self._cfg.python),
+                    stdin=True,
+                    tty=False,
+                )
+            except StreamOpenError as exc:
+                raise await self._lost_or_async(
+                    InfraError(f"cannot start the exec server in pod {self.pod_name}: {exc}")
+                ) from exc
+            server = ExecServer(ws, self.id)
+            if not await self._backend.call(server.wait_ready, SERVER_READY_TIMEOUT_S):
+                diag = server.diagnostic()
+                await self._backend.call(server.close)
+                await self._lost_or_raise(f"the exec server start ({diag[-300:]!r})")
+                self._server_starts = MAX_SERVER_STARTS  # it cannot run here: stop trying
+                return None
+            self._server = server
+            return server
+
+    async def _lost_or_raise(self, what: str) -> None:
+        error = await self._lost_or_async(InfraError(what))
+        if isinstance(error, SandboxLost):
+            raise error
+
+    async def _exec_on_server(self, server: ExecServer, req: ExecRequest) -> ExecResult:
+        decoder = FrameDecoder(req.max_output_bytes)
+        rid, done = server.run(req, decoder)
+        deadline = None
+        if req.timeout is not None:
+            deadline = time.monotonic() + req.timeout + self._cfg.exec_grace_s
+        try:
+            while True:
+                wait = self._cfg.liveness_check_s
+                if deadline is not None:
+                    wait = min(wait, deadline - time.monotonic())
+                try:
+                    await asyncio.wait_for(asyncio.shield(done), max(0.0, wait))
+                    break
+                except TimeoutError:
+                    await self._backend.call(self.check_alive)  # SandboxLost when the pod went
+                    if deadline is not None and time.monotonic() >= deadline:
+                        server.kill(rid)
+                        raise ExecStalled(
+                            f"exec in pod {self.pod_name} gave no exit status "
+                            f"{self._cfg.exec_grace_s:.0f}s past its deadline; the in-pod server "
+                            "was asked to kill it"
+                        ) from None
+        except asyncio.CancelledError:
+            server.kill(rid)
+            raise
+        except ServerGone as exc:
+            await self._lost_or_raise(f"exec of {req.cmd[:80]!r}")
+            if server.exit_code is not None:
+                # The pod runs and the kubelet saw the server exit: something inside killed
+                # it (the command, `kill -9 $PPID`). The task's doing, not infra.
+                return decoder.runner_killed()
+            raise InfraError(
+                f"sandbox {self.id}: the exec stream to the pod's exec server broke during "
+                f"{req.cmd[:80]!r}; it restarts on the next exec. {exc}"
+            ) from None
+        return decoder.result()
+
+    async def _exec_per_call(self, req: ExecRequest) -> ExecResult:
+        """One exec stream running the supervisor for this command alone."""
         argv, stdin = self._supervisor_argv(req)
         decoder = FrameDecoder(req.max_output_bytes)
         stderr = CappedBuffer(8192)

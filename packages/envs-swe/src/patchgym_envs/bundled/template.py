@@ -35,15 +35,17 @@ def tasks_root() -> Traversable:
     return resources.files("patchgym_envs.bundled").joinpath("tasks")
 
 
-def cache_root() -> Path:
-    """``$PATCHGYM_CACHE_DIR/bundled`` or ``~/.cache/patchgym/bundled``."""
+def cache_home() -> Path:
+    """``$PATCHGYM_CACHE_DIR`` or ``~/.cache/patchgym``: everything patchgym builds and reuses."""
     base = os.environ.get("PATCHGYM_CACHE_DIR")
-    root = (
-        Path(base)
-        if base
-        else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "patchgym"
-    )
-    return root / "bundled"
+    if base:
+        return Path(base)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "patchgym"
+
+
+def cache_root() -> Path:
+    """``<cache_home>/bundled``: materialised bundled templates."""
+    return cache_home() / "bundled"
 
 
 def source_files(name: str) -> dict[str, bytes]:

@@ -1,7 +1,8 @@
 """The ``local`` backend: a copy-on-write working copy, run inside its own namespaces.
 
 With ``isolation: bwrap`` (the default) each sandbox is one bubblewrap namespace set on a
-minimal root whose PID 1 is the exec server (:mod:`patchgym_sandbox.exec_server`); every
+minimal root whose PID 1 is the exec server (:mod:`patchgym_sandbox.serve` extended by
+:mod:`patchgym_sandbox.nsinit`); every
 command and shell runs through it, limits are cgroups and a size-limited tmpfs, and
 ``close()`` kills the namespace's init, which ends everything in it. With
 ``isolation: none`` commands are plain processes of this machine (no boundary).
@@ -243,6 +244,7 @@ class LocalSandbox(Sandbox):
             workdir=self.workdir,
             tmp=self._tmp,
             network=self.spec.network,
+            mounts=tuple(self.spec.mounts),
         )
         return launch(
             lambda info, block: argv_for(info_fd=info, block_fd=block),

@@ -125,8 +125,10 @@ def bwrap_argv(
     network: bool,
     info_fd: int,
     block_fd: int,
+    mounts: Sequence[str] = (),
 ) -> list[str]:
-    """argv up to (excluding) the command; the command runs as PID 1 of its namespace."""
+    """argv up to (excluding) the command; the command runs as PID 1 of its namespace.
+    ``readonly`` and ``mounts`` (``SandboxSpec.mounts``) are bound read-only at their paths."""
     argv = [
         bwrap_path(),
         "--unshare-all",
@@ -141,7 +143,7 @@ def bwrap_argv(
     argv += ["--info-fd", str(info_fd), "--block-fd", str(block_fd)]
     argv += _system_binds()
     argv += ["--ro-bind", str(etc), "/etc"]
-    for p in readonly:
+    for p in [*readonly, *map(Path, mounts)]:
         if p.exists():
             argv += ["--ro-bind", str(p), str(p)]
     argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(tmp), "/tmp"]

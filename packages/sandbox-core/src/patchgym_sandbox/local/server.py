@@ -1,6 +1,7 @@
 """The driver's side of an isolated local sandbox: bubblewrap running the exec server.
 
-:func:`launch` starts ``bwrap ... python3 -c <exec_server>`` with the server as PID 1 of
+:func:`launch` starts ``bwrap ... python3 -c <nsinit> <serve> <supervisor>`` (the shared
+exec server loop, :mod:`patchgym_sandbox.serve`, extended by :mod:`patchgym_sandbox.nsinit`) as PID 1 of
 the sandbox's namespaces, moves that PID into the sandbox's cgroups before anything runs
 (bubblewrap blocks on ``--block-fd`` until then), and waits for ``READY``.
 :class:`ServerConnection` multiplexes commands and shells over its stdin/stdout: one
@@ -32,6 +33,8 @@ from patchgym_sandbox.sandbox import ExecRequest
 from patchgym_sandbox.session import ShellChannel
 
 READY_TIMEOUT_S = 30.0
+TAG_VAR = "PATCHGYM_SERVER_REQ"
+"""What ``patchgym_sandbox.serve`` tags every command of a request with (for ``K``)."""
 
 
 @cache
@@ -118,7 +121,7 @@ class ServerConnection:
         except asyncio.CancelledError:
             self._waiters.pop(rid, None)
             with contextlib.suppress(SandboxLost):
-                self._send(rid + b" K")
+                self._send(b"k K %s %s" % (TAG_VAR.encode(), rid))
             raise
         finally:
             self._waiters.pop(rid, None)
@@ -192,8 +195,8 @@ def launch(
     info_r, info_w = os.pipe()
     block_r, block_w = os.pipe()
     config = json.dumps({"rlimits": dict(rlimits)})
-    argv = [*argv_for(info_w, block_r), python, "-I", "-S", "-c", _source("exec_server.py"),
-            _source("supervisor.py"), config]  # fmt: skip
+    argv = [*argv_for(info_w, block_r), python, "-I", "-S", "-c", _source("nsinit.py"),
+            _source("serve.py"), _source("supervisor.py"), config]  # fmt: skip
     try:
         with open(log, "wb") as err:
             proc = subprocess.Popen(

@@ -332,7 +332,7 @@ class SandboxSecurity:
             "os.setsid()\n"
             "if os.fork(): os._exit(0)\n"
             "for fd in (0, 1, 2): os.close(fd)\n"
-            f"os.execve('/bin/sh', ['/bin/sh', '-c', 'exec -a {marker} sleep 1000'], {{}})\n"
+            f"os.execve('/bin/bash', ['/bin/bash', '-c', 'exec -a {marker} sleep 1000'], {{}})\n"
         )
         async with backend.sandbox(sandbox_spec, run_id="security") as s:
             await s.write_file("/tmp/pg-daemon.py", daemon)

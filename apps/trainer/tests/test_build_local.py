@@ -1,0 +1,149 @@
+"""``patchgym datasets build-local`` on a real instance built from PyPI sources, then
+``patchgym validate`` on the tasks it wrote: gold resolves, empty does not, no Docker.
+
+The repository is the released semver 3.0.1 sdist committed with fixed dates (see
+tests/localbuild/README.md); pip downloads it from the package index, as CI can.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from patchgym_trainer.cli import main
+
+HERE = Path(__file__).parent / "localbuild"
+ROW = json.loads((HERE / "semver.jsonl").read_text())
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "patchgym",
+    "GIT_AUTHOR_EMAIL": "tasks@patchgym.invalid",
+    "GIT_AUTHOR_DATE": "2023-06-14T11:20:42+00:00",
+    "GIT_COMMITTER_NAME": "patchgym",
+    "GIT_COMMITTER_EMAIL": "tasks@patchgym.invalid",
+    "GIT_COMMITTER_DATE": "2023-06-14T11:20:42+00:00",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+def run(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as code:
+        main(argv)
+    return int(code.value.code or 0)
+
+
+def pip_download(spec: str, dest: Path) -> Path:
+    """The sdist of ``spec`` through pip (the interpreter's, else uv's tool run of pip)."""
+    args = ["download", "-q", "--no-deps", "--no-binary", ":all:", spec, "-d", str(dest)]
+    pip = [sys.executable, "-m", "pip"]
+    if subprocess.run([*pip, "--version"], capture_output=True).returncode != 0:
+        pip = ["uv", "tool", "run", "--from", "pip", "pip"]
+    subprocess.run([*pip, *args], check=True, capture_output=True, timeout=600)
+    (sdist,) = dest.glob("*.tar.gz")
+    return sdist
+
+
+def semver_repo(root: Path) -> Path:
+    """semver 3.0.1's sdist committed with fixed dates: always the row's base commit."""
+    sdist = pip_download("semver==3.0.1", root / "dl")
+    repo = root / "repo"
+    with tarfile.open(sdist) as tar:
+        tar.extractall(root / "x", filter="data")
+    shutil.move(str(next((root / "x").iterdir())), repo)
+    env = {**os.environ, **GIT_ENV}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "semver 3.0.1 (sdist)"]):
+        subprocess.run(
+            ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
+            cwd=repo, env=env, check=True, capture_output=True,
+        )  # fmt: skip
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True)
+    assert head.stdout.strip() == ROW["base_commit"], (
+        "the sdist no longer commits to the row's base"
+    )
+    return repo
+
+
+@pytest.fixture(scope="module")
+def semver_mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return semver_repo(tmp_path_factory.mktemp("semver"))
+
+
+@pytest.fixture(scope="module")
+def built(semver_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("built")
+    code = run(
+        [
+            "datasets", "build-local", "dataset=file", f"dataset.path={HERE / 'semver.jsonl'}",
+            "--out", str(out), "--cache-dir", str(out / "cache"),
+            "--mirror", f"{ROW['repo']}={semver_mirror}", "--specs", str(HERE / "specs.yaml"),
+            "--probe",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    return out
+
+
+def test_build_local_writes_a_runnable_task(built: Path) -> None:
+    (task,) = [json.loads(x) for x in (built / "tasks.jsonl").read_text().splitlines()]
+    assert task["id"] == ROW["instance_id"]
+    env = task["metadata"]["local_env"]
+    assert task["env"]["PATH"].startswith(env["path"] + "/bin:")
+    assert Path(task["template"], ".git").is_dir()
+    assert "conda" not in task["eval_script"]
+    assert "tests/test_subclass.py" in task["eval_script"]
+    report = json.loads((built / "report.json").read_text())
+    assert [r["status"] for r in report] == ["built"]
+    assert (
+        report[0]["network_tests"] == []
+    )  # the probe ran the gold patch: nothing needs the network
+    assert "1 of 1 rows can run locally" in (built / "report.md").read_text()
+
+
+def test_validate_gold_resolves_empty_does_not(built: Path, tmp_path: Path) -> None:
+    code = run(
+        [
+            "validate",
+            "dataset=file",
+            f"dataset.path={built / 'tasks.jsonl'}",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    rows = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert code == 0, rows
+    assert {r["patch"]: r["resolved"] for r in rows} == {"gold": True, "empty": False}
+
+
+def test_rebuild_shares_the_environment(built: Path, semver_mirror: Path, tmp_path: Path) -> None:
+    code = run(
+        [
+            "datasets", "build-local", "dataset=file", f"dataset.path={HERE / 'semver.jsonl'}",
+            "--out", str(tmp_path), "--cache-dir", str(built / "cache"),
+            "--mirror", f"{ROW['repo']}={semver_mirror}", "--specs", str(HERE / "specs.yaml"),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    (outcome,) = json.loads((tmp_path / "report.json").read_text())
+    assert outcome["env_shared"] is True
+
+
+def test_unbuildable_rows_are_reported_not_built(tmp_path: Path) -> None:
+    row = {**ROW, "instance_id": "x__y-1", "repo": "x/y", "version": "9.9"}
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    code = run(
+        ["datasets", "build-local", "dataset=file", f"dataset.path={path}",
+         "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]
+    )  # fmt: skip
+    assert code == 1
+    (outcome,) = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert outcome["status"] == "unbuildable"
+    assert "no install spec for x/y version '9.9'" in outcome["reason"]
+    assert (tmp_path / "o" / "tasks.jsonl").read_text() == ""

@@ -1,0 +1,53 @@
+"""The security section of the conformance suite (``patchgym_sandbox.testing.security``)
+through the unmodified e2b SDK against the local stand-in.
+
+The stand-in models the wire protocol, not the cloud's isolation: its "sandbox" is a
+bubblewrap jail on this machine. What only the cloud's microVM provides is declared
+below with the reason (see the package README for what AGS/E2B guarantee).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pytest
+from conftest import API_KEY
+
+from patchgym_sandbox.spec import SandboxSpec
+from patchgym_sandbox.testing.security import SandboxSecurity
+
+STANDIN = "the stand-in runs each sandbox as a bubblewrap jail on this machine (a read-only view "
+CLOUD = "; in AGS/E2B every sandbox is its own microVM, so this reaches only that VM"
+CANNOT_PREVENT: dict[str, str] = {
+    "file_api_follows_links": STANDIN
+    + "of the host, envd's file service resolving host paths)"
+    + CLOUD,
+    "connect_engine_sockets": STANDIN + "of the host, /run included)" + CLOUD,
+    "read_shadow_and_root_home": STANDIN + "of the host, /root and /etc included)" + CLOUD,
+    "kill_driver": STANDIN + "sharing the driver's PID namespace: it kills pytest)" + CLOUD,
+    "exceed_memory": "the stand-in sets no cgroup limits; the cloud sizes the microVM "
+    "(template / x-custom-config resources)",
+    "exceed_process_count": "the stand-in sets no pids limit; in the cloud a fork bomb only "
+    "exhausts its own microVM",
+    "exceed_disk": "the stand-in's working copy is a plain directory; the cloud's disk is the "
+    "microVM's own, sized by the template",
+}
+
+
+class TestE2bStandinSecurity(SandboxSecurity):
+    cannot_prevent: ClassVar[dict[str, str]] = CANNOT_PREVENT
+
+    @pytest.fixture
+    def backend_config(self, standin: Any) -> dict[str, Any]:
+        return {
+            "type": "e2b",
+            "api_key": API_KEY,
+            "api_url": standin.url,
+            "sandbox_url": standin.url,
+            "template": "base",
+            "lease_grace_s": 30,
+        }
+
+    @pytest.fixture
+    def sandbox_spec(self) -> SandboxSpec:
+        return SandboxSpec(workdir="/testbed")

@@ -1,0 +1,180 @@
+# patchgym exec server
+# ruff: noqa: UP031, UP035
+"""In-sandbox exec server: many supervised commands over one long-lived process.
+
+The one server loop every remote backend runs inside its sandbox (docker through an
+attached ``docker exec``, k8s through one exec stream, ags/e2b through envd with a stdin
+pipe). Stdlib only, Python 3.6+, like ``supervisor.py`` whose ``supervise`` (deadline,
+idle timeout, tree kill) runs each request in a thread, capped at the source exactly as
+the one-shot supervisor caps.
+
+Run as ``python3 -I -S serve.py <supervisor>`` or ``python3 -I -S -c <this source>
+<supervisor>``; ``<supervisor>`` is the supervisor's source (it holds a newline) or the
+path of a file that holds it.
+
+Wire format, one line each way, ``<rid>`` a client-chosen token without spaces:
+  in:  ``<rid> R <b64 json request>``  (``patchgym_sandbox.remote.encode_request``)
+       ``<rid> K <var> <token>``       kill every process whose environment has var=token
+  out: ``- READY <pid>``               once, when the server is up
+       ``<rid> <supervisor frame>``    (``1 <b64>``, ``2 <b64>``, ``D ...``, ``X <json>``)
+When stdin closes (the client went away) every running command is killed and it exits.
+"""
+
+import base64
+import json
+import os
+import sys
+import threading
+from typing import Any, Callable, Dict, List, Tuple  # noqa: F401 (type comments, Python 3.6)
+
+TAG_VAR = "PATCHGYM_SERVER_REQ"
+"""Every command of request ``rid`` carries ``PATCHGYM_SERVER_REQ=rid`` (for the kill on EOF)."""
+
+
+class Capper:
+    """The supervisor's output cap at the source: the first ``cap`` bytes go out at once,
+    the last ``cap // 2`` are held back and sent at the end, the middle is counted."""
+
+    def __init__(self, send, cap):
+        # type: (Callable[[bytes], None], int) -> None
+        self.send = send
+        self.cap = cap
+        self.sent = 0
+        self.tail = []  # type: List[Tuple[int, bytes]]
+        self.tail_bytes = 0
+        self.dropped = [0, 0, 0]  # type: List[int]
+
+    def emit(self, stream, data):
+        # type: (int, bytes) -> None
+        self.send(b"%d %s" % (stream, base64.b64encode(data)))
+
+    def on_chunk(self, stream, data):
+        # type: (int, bytes) -> None
+        room = self.cap - self.sent
+        if room > 0:
+            head, data = data[:room], data[room:]
+            self.sent += len(head)
+            self.emit(stream, head)
+        if not data:
+            return
+        self.tail.append((stream, data))
+        self.tail_bytes += len(data)
+        while self.tail_bytes > self.cap // 2 and self.tail:
+            s, d = self.tail[0]
+            cut = min(self.tail_bytes - self.cap // 2, len(d))
+            self.dropped[0] += cut
+            self.dropped[s] += cut
+            self.tail_bytes -= cut
+            if cut == len(d):
+                self.tail.pop(0)
+            else:
+                self.tail[0] = (s, d[cut:])
+
+    def finish(self):
+        # type: () -> None
+        d = self.dropped
+        if d[0]:
+            self.send(b"D %d %d %d" % (d[0], d[1], d[2]))
+        for s, data in self.tail:
+            self.emit(s, data)
+
+
+def _status(code):
+    # type: (int) -> Dict[str, Any]
+    return {"exit_code": code, "timed_out": False, "idle_timed_out": False, "duration_s": 0.0}
+
+
+class Server:
+    """Reads requests from ``inp``, runs each in a thread, writes tagged frames to ``out``."""
+
+    def __init__(self, sup, inp, out):
+        # type: (Dict[str, Any], Any, Any) -> None
+        self.supervise = sup["supervise"]
+        self.kill_tree = sup["kill_tree"]
+        self.inp = inp
+        self.out = out
+        self.lock = threading.Lock()
+        self.running = {}  # type: Dict[bytes, threading.Thread]
+        self.running_lock = threading.Lock()
+
+    def send(self, rid, line):
+        # type: (bytes, bytes) -> None
+        with self.lock:
+            self.out.write(rid + b" " + line + b"\n")
+            self.out.flush()
+
+    def run(self, rid, payload):
+        # type: (bytes, bytes) -> None
+        capper = Capper(lambda line: self.send(rid, line), 1 << 20)
+        try:
+            args = json.loads(base64.b64decode(payload).decode())
+            capper.cap = int(args.get("cap", 1 << 20))
+            stdin = base64.b64decode(args["stdin"]) if args.get("stdin") is not None else None
+            env = dict(os.environ)
+            env.update(args.get("env") or {})
+            env[TAG_VAR] = rid.decode()
+            status = self.supervise(
+                args["cmd"],
+                capper.on_chunk,
+                cwd=args.get("cwd"),
+                env=env,
+                timeout=args.get("timeout"),
+                idle_timeout=args.get("idle_timeout"),
+                stdin=stdin,
+            )
+        except OSError as exc:  # e.g. the cwd does not exist
+            capper.emit(2, ("patchgym: cannot run command: %s\n" % exc).encode())
+            status = _status(127)
+        except Exception as exc:  # never leave the client waiting without a status
+            capper.emit(2, ("patchgym: exec server error: %r\n" % (exc,)).encode())
+            status = _status(126)
+        capper.finish()
+        self.send(rid, b"X " + json.dumps(status).encode())
+        with self.running_lock:
+            self.running.pop(rid, None)
+
+    def handle(self, raw):
+        # type: (bytes) -> None
+        rid, _, rest = raw.rstrip(b"\r\n").partition(b" ")
+        op, _, arg = rest.partition(b" ")
+        if op == b"R":
+            t = threading.Thread(target=self.run, args=(rid, arg))
+            t.daemon = True
+            with self.running_lock:
+                self.running[rid] = t
+            t.start()
+        elif op == b"K":
+            var, _, token = arg.partition(b" ")
+            k = threading.Thread(target=self.kill_tree, args=(None, var.decode(), token.decode()))
+            k.daemon = True
+            k.start()
+
+    def serve(self):
+        # type: () -> None
+        self.send(b"-", b"READY %d" % os.getpid())
+        for raw in iter(self.inp.readline, b""):
+            self.handle(raw)
+        with self.running_lock:
+            live = list(self.running)
+        for rid in live:
+            self.kill_tree(None, TAG_VAR, rid.decode())
+
+
+def load_supervisor(arg):
+    # type: (str) -> Dict[str, Any]
+    """The supervisor's namespace from its source (``arg`` holds a newline) or a file path."""
+    if "\n" not in arg:
+        with open(arg) as fh:
+            arg = fh.read()
+    sup = {"__name__": "patchgym_supervisor"}  # type: Dict[str, Any]
+    exec(compile(arg, "patchgym_supervisor", "exec"), sup)
+    return sup
+
+
+def main():
+    # type: () -> None
+    Server(load_supervisor(sys.argv[1]), sys.stdin.buffer, sys.stdout.buffer).serve()
+
+
+if __name__ == "__main__":
+    main()

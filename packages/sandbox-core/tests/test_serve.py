@@ -1,0 +1,133 @@
+"""The in-sandbox exec server loop (``patchgym_sandbox.serve``), run as the sandboxes run it.
+
+It is a subprocess fed request lines on stdin, under the test's interpreter and, where
+pyenv has one, under Python 3.6 (the oldest interpreter an image may ship).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from patchgym_sandbox.remote import (
+    SERVER_READY,
+    FrameDecoder,
+    server_kill,
+    server_request,
+    server_source,
+    supervisor_source,
+)
+from patchgym_sandbox.sandbox import ExecRequest
+
+PY36 = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions/3.6.15/bin/python3.6"
+INTERPRETERS = [
+    pytest.param(sys.executable, id="current"),
+    pytest.param(
+        str(PY36),
+        id="py3.6",
+        marks=pytest.mark.skipif(not PY36.exists(), reason=f"no Python 3.6 at {PY36}"),
+    ),
+]
+
+
+def request(cmd: str, **kw: object) -> ExecRequest:
+    fields: dict[str, object] = {
+        "cmd": cmd,
+        "timeout": 30.0,
+        "idle_timeout": None,
+        "cwd": "/",
+        "env": {},
+        "stdin": None,
+        "user": None,
+        "max_output_bytes": 1 << 20,
+    }
+    fields.update(kw)
+    return ExecRequest(**fields)  # type: ignore[arg-type]
+
+
+def start(python: str, tmp_path: Path) -> subprocess.Popen[bytes]:
+    """The server as ``python -I -S serve.py <supervisor path>``, after its READY line."""
+    (tmp_path / "serve.py").write_bytes(server_source())
+    (tmp_path / "sup.py").write_bytes(supervisor_source())
+    proc = subprocess.Popen(
+        [python, "-I", "-S", str(tmp_path / "serve.py"), str(tmp_path / "sup.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdout.readline().startswith(SERVER_READY)
+    return proc
+
+
+def send(proc: subprocess.Popen[bytes], *lines: bytes) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(b"".join(lines))
+    proc.stdin.flush()
+
+
+def collect(proc: subprocess.Popen[bytes], rids: set[bytes]) -> dict[bytes, FrameDecoder]:
+    """Read tagged frames until every request in ``rids`` has its exit status."""
+    assert proc.stdout is not None
+    decoders = {rid: FrameDecoder(1 << 20) for rid in rids}
+    while not all(d.finished for d in decoders.values()):
+        line = proc.stdout.readline()
+        assert line, "the server exited early"
+        rid, _, frame = line.partition(b" ")
+        decoders[rid].feed(frame)
+    return decoders
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_concurrent_requests_capped_at_the_source(python: str, tmp_path: Path) -> None:
+    lines = [
+        server_request("a", request("echo out; echo err >&2; exit 3")),
+        server_request(
+            "b", request("head -c 100000 /dev/zero | tr '\\0' x", max_output_bytes=4096)
+        ),
+        server_request("c", request("cat", stdin=b"from stdin")),
+        server_request("d", request("sleep 5", timeout=0.5)),
+        server_request("e", request("true", cwd="/nonexistent-dir")),
+    ]
+    proc = start(python, tmp_path)
+    send(proc, *lines, b"garbage line\n")
+    dec = collect(proc, {b"a", b"b", b"c", b"d", b"e"})
+    send(proc)
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=20) == 0
+    a = dec[b"a"].result()
+    assert (a.exit_code, a.stdout, a.stderr) == (3, "out\n", "err\n")
+    b = dec[b"b"].result()
+    assert b.truncated and b.bytes_dropped == 100000 - 4096 - 2048
+    assert b.stdout.count("x") == 4096 + 2048  # head + tail around the dropped marker
+    assert dec[b"c"].result().stdout == "from stdin"
+    assert dec[b"d"].result().timed_out
+    assert dec[b"e"].result().exit_code == 127
+
+
+def test_kill_line_and_eof_kill_running_commands(tmp_path: Path) -> None:
+    marker = f"pg-serve-{os.getpid()}"
+    lines = [
+        server_request("a", request(f"exec -a {marker} sleep 30", env={"TOK": marker})),
+        server_kill("TOK", marker),
+    ]
+    proc = start(sys.executable, tmp_path)
+    send(proc, lines[0])
+    time.sleep(0.5)
+    send(proc, lines[1])
+    assert (
+        collect(proc, {b"a"})[b"a"].result().exit_code == 137
+    )  # SIGKILLed by the K line, well before 30 s
+    # a second command still running when stdin closes dies with the server
+    send(proc, server_request("b", request(f"exec -a {marker}-eof sleep 30")))
+    time.sleep(0.5)
+    assert proc.stdin is not None
+    proc.stdin.close()
+    proc.wait(timeout=20)
+    left = subprocess.run(["pgrep", "-f", f"{marker}-eof"], capture_output=True)
+    assert left.returncode == 1, left.stdout

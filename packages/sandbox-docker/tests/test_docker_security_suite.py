@@ -1,0 +1,33 @@
+"""The security section of the conformance suite (``patchgym_sandbox.testing.security``)
+against the docker backend with default settings, on the real engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pytest
+
+from patchgym_sandbox import SandboxSpec
+from patchgym_sandbox.testing.security import SandboxSecurity
+
+DISK = (
+    "overlay2 on this engine's ext4 data root has no per-container size: `storage_opt size=` "
+    "needs an XFS data root mounted with pquota (set extra_host_config storage_opt there)"
+)
+
+
+class TestDockerSecurity(SandboxSecurity):
+    """Default backend settings: capabilities dropped, no-new-privileges, no network."""
+
+    cannot_prevent: ClassVar[dict[str, str]] = {"exceed_disk": DISK}
+
+    @pytest.fixture
+    def backend_config(
+        self, test_image: str, docker_config: Callable[..., dict[str, Any]]
+    ) -> dict[str, Any]:
+        return docker_config()
+
+    @pytest.fixture
+    def sandbox_spec(self, test_image: str) -> SandboxSpec:
+        return SandboxSpec(image=test_image, workdir="/testbed")
