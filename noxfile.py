@@ -169,6 +169,13 @@ def e2e_cpu(session: nox.Session) -> None:
     session.run("python", "apps/trainer/scripts/e2e_cpu.py", *session.posargs)
 
 
+@nox.session(name="train_cpu", python=PYTHON)
+def train_cpu(session: nox.Session) -> None:
+    """One real GRPO step on CPU (TRL, `patchgym train preset=cpu_smoke`), rewards from graded episodes."""
+    sync(session, "patchgym-trainer", "--extra", "cpu")
+    session.run("python", "apps/trainer/scripts/train_cpu.py", *session.posargs)
+
+
 @nox.session(name="bench_sandbox", python=PYTHON, default=False)
 def bench_sandbox(session: nox.Session) -> None:
     """bench/sandbox_exec.py with mini-swe-agent and SWE-ReX installed in this env only."""

@@ -127,19 +127,33 @@ def test_infra_failure_is_marked_not_scored(local_config) -> None:
     env.close()
 
 
-def test_sandbox_closed_when_a_step_raises(local_config, monkeypatch) -> None:
+def test_a_failing_step_keeps_the_sandbox_an_abort_closes_it(local_config, monkeypatch) -> None:
     env = SWEEnv(bundled_task("intervals"), sandbox=local_config)
     env.reset()
     env.step({"name": "execute_bash", "arguments": {"cmd": "true"}})
+    sandbox = env.sandbox
     assert len(live(local_config)) == 1
 
     async def boom(*_: Any) -> Any:
         raise RuntimeError("bug in the loop")
 
     monkeypatch.setattr(env.scaffold, "execute", boom)
-    with pytest.raises(RuntimeError, match="bug in the loop"):
+    obs, _, done, _ = env.step({"name": "execute_bash", "arguments": {"cmd": "true"}})
+    assert obs.startswith("ERROR") and not done and env.sandbox is sandbox
+
+    class Abort(BaseException):
+        pass
+
+    async def abort(*_: Any) -> Any:
+        raise Abort()
+
+    monkeypatch.setattr(env.scaffold, "execute", abort)
+    with pytest.raises(Abort):
         env.step({"name": "execute_bash", "arguments": {"cmd": "true"}})
     assert env.sandbox is None and live(local_config) == []
+    monkeypatch.undo()
+    obs, _, done, info = env.step({"name": "execute_bash", "arguments": {"cmd": "true"}})
+    assert done and "episode is over" in obs and info["reward_valid"] is False
     env.close()
 
 

@@ -89,8 +89,6 @@ def test_manifest_carries_the_config(k8s_config: Callable[..., dict[str, Any]]) 
     assert sec["allowPrivilegeEscalation"] is False and sec["privileged"] is False
     assert sec["capabilities"]["drop"] == ["ALL"] and "NET_RAW" not in sec["capabilities"]["add"]
     assert sec["seccompProfile"] == {"type": "RuntimeDefault"}
-    default = pod_manifest(cfg, SandboxSpec(image="img:1"), "pg-z", "n")["spec"]["containers"][0]
-    assert default["resources"]["limits"] == {"memory": "4096Mi"}  # default_memory_mb
     assert c["env"] == [{"name": "A", "value": "1"}]
     with pytest.raises(ConfigError, match="numeric"):
         pod_manifest(cfg, SandboxSpec(image="i", user="alice"), "pg-y", "n")

@@ -6,9 +6,10 @@
     patchgym train preset=smoke
     patchgym datasets convert dataset=swe_bench_lite dataset.path=lite.parquet
 
-Errors the app can describe (bad config, missing engine) are printed without a traceback
-and exit with status 2; a run whose result is bad (a task misbehaves, preflight fails)
-exits with status 1.
+Errors the app can describe (bad config, bad data, missing engine) are printed as one
+line without a traceback, with the exit codes of :mod:`patchgym_trainer.failures`; a run
+whose result is bad (a task misbehaves, preflight fails) exits with status 1. Only a bug
+prints a traceback (exit 70); ``--debug`` anywhere on the line prints it for every error.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
+from patchgym_trainer import failures
 from patchgym_trainer.compose import GROUPS, compose, compose_raw, group_options
-from patchgym_trainer.errors import TrainerError
 from patchgym_trainer.schema import AppConfig
 
 app = typer.Typer(
@@ -37,6 +38,10 @@ app = typer.Typer(
 )
 datasets_app = typer.Typer(help="Convert, register and inspect datasets.", no_args_is_help=True)
 app.add_typer(datasets_app, name="datasets")
+sandboxes_app = typer.Typer(
+    help="List and reap patchgym sandboxes on a backend.", no_args_is_help=True
+)
+app.add_typer(sandboxes_app, name="sandboxes")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -222,21 +227,72 @@ def datasets_info(
     info(name, console)
 
 
+@sandboxes_app.command("list")
+def sandboxes_list(overrides: Overrides = None) -> None:
+    """Every patchgym sandbox on the configured backend: id, run, rollout, owner, age, lease."""
+    from patchgym_trainer.sandboxes_command import list_sandboxes
+
+    cfg = compose(overrides or [])
+    asyncio.run(list_sandboxes(cfg, console))
+
+
+@sandboxes_app.command("reap")
+def sandboxes_reap(
+    overrides: Overrides = None,
+    run: Annotated[str | None, typer.Option("--run", help="the sandboxes of one run id")] = None,
+    expired: Annotated[bool, typer.Option("--expired", help="every expired lease")] = False,
+    all_mine: Annotated[
+        bool, typer.Option("--all-mine", help="everything this user made from this host")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="show, remove nothing")] = False,
+) -> None:
+    """Remove leftovers (one of --run ID, --expired, --all-mine); --dry-run lists them."""
+    from patchgym_trainer.sandboxes_command import Selection, reap
+
+    selection = Selection.from_flags(run, expired, all_mine)
+    cfg = compose(overrides or [])
+    asyncio.run(reap(cfg, selection, console, dry_run=dry_run))
+
+
+class _Flag:
+    def __init__(self) -> None:
+        self.set = False
+
+    def __bool__(self) -> bool:
+        return self.set
+
+
+def _sigterm_as_interrupt() -> _Flag:
+    """SIGTERM unwinds like Ctrl-C: asyncio cancels the command, every sandbox is closed
+    and the run's leftovers reaped in ``finally`` blocks, then the exit status is 143."""
+    import signal
+    import threading
+
+    flag = _Flag()
+    if threading.current_thread() is not threading.main_thread():
+        return flag
+
+    def on_term(signum: int, frame: object) -> None:
+        flag.set = True
+        signal.raise_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, on_term)
+    return flag
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: app errors become one clear line, not a traceback."""
+    """Console-script entry point: expected errors become one line and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    terminated = _sigterm_as_interrupt()
     try:
-        code = app(args=argv, standalone_mode=False)
-    except TrainerError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
-        sys.exit(2)
+        code = app(args=args, standalone_mode=False)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(130)
-    except (ImportError, ConnectionError) as exc:  # a missing extra, an unreachable hub
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
-        sys.exit(2)
+        err_console.print("terminated" if terminated else "interrupted")
+        sys.exit(failures.SIGTERM_EXIT if terminated else failures.SIGINT_EXIT)
     except Exception as exc:
         # Usage errors: typer >= 0.20 raises its vendored click's exceptions, older ones click's;
         # both have show() and exit_code, so no click import is needed (and none may exist).
@@ -246,7 +302,27 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(exit_code)
         if type(exc).__name__ == "Abort":
             sys.exit(1)
-        raise
+        failure = failures.classify(exc)
+        if debug or failure is None:
+            import traceback
+
+            traceback.print_exc()
+        if failure is None:
+            err_console.print(
+                f"[bold red]internal error (a bug, please report it):[/] "
+                f"{escape(type(exc).__name__)}: {escape(failures.one_line(str(exc)))}",
+                highlight=False,
+            )
+            sys.exit(failures.BUG)
+        err_console.print(
+            f"[bold red]{failure.kind}:[/] {escape(failure.message)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        sys.exit(failure.code)
+    if terminated or code == failures.SIGINT_EXIT:  # typer turns KeyboardInterrupt into 130
+        err_console.print("terminated" if terminated else "interrupted")
+        sys.exit(failures.SIGTERM_EXIT if terminated else failures.SIGINT_EXIT)
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -42,7 +42,8 @@ def compose_raw(overrides: Sequence[str] = ()) -> dict[str, Any]:
         key = getattr(exc, "full_key", None) or "?"
         raise ConfigError(_missing_message(str(key), exc)) from None
     except HydraException as exc:
-        raise ConfigError(f"invalid overrides {list(overrides)}: {exc}") from None
+        text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise ConfigError(f"invalid overrides {list(overrides)}: {text}") from None
     assert isinstance(data, dict)
     return {str(k): v for k, v in data.items()}
 
@@ -63,12 +64,12 @@ def describe_validation(exc: ValidationError) -> str:
         key = key.replace("validate_", "validate")
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            msg = "unknown key (check the spelling; `patchgym info` lists the config)"
+            msg = "unknown key (check the spelling; `patchgym config` prints every key)"
         elif err["type"] == "literal_error":
             allowed = err.get("ctx", {}).get("expected", "")
             msg = f"got {err.get('input')!r}; allowed: {allowed}"
-        lines.append(f"  {key}: {msg}")
-    return "invalid config:\n" + "\n".join(lines)
+        lines.append(f"{key}: {msg}")
+    return "invalid config: " + "; ".join(lines)
 
 
 def _missing_message(key: str, exc: Exception) -> str:

@@ -120,7 +120,8 @@ class RolloutSettings(_Strict):
 
 
 class TrainSettings(_Strict):
-    engine: Literal["verl", "rllm"] = "verl"
+    engine: Literal["verl", "rllm", "trl"] = "verl"
+    """``verl`` (GPU nodes), ``rllm`` (its own script), ``trl`` (TRL's GRPOTrainer; runs on CPU)."""
     nodes: int = Field(default=1, gt=0)
     gpus_per_node: int = Field(default=1, gt=0)
     train_batch_size: int = Field(default=4, gt=0)
@@ -144,6 +145,11 @@ class TrainSettings(_Strict):
     expected_episode_s: float = Field(default=300.0, gt=0)
     """Typical episode wall time, for the sandbox-hours estimate in preflight."""
     extra_overrides: list[str] = Field(default_factory=list)
+    max_new_tokens_per_turn: int = Field(default=1024, gt=0)
+    """engine=trl: tokens the model may write per agent turn (``max_response_length`` caps the episode)."""
+    force_gold_samples: int = Field(default=0, ge=0)
+    """engine=trl, a smoke-test device only: this many samples per group act with the gold
+    patch instead of the model, so a random model's group advantage is non-zero."""
     """Raw verl overrides appended last (``actor_rollout_ref.actor.clip_ratio_high=0.28``)."""
 
 

@@ -22,6 +22,7 @@ from rich.table import Table
 
 from patchgym_envs import Task, evaluate_patch
 from patchgym_sandbox import SandboxBackend, create_backend
+from patchgym_sandbox import labels as L
 from patchgym_trainer import report
 from patchgym_trainer.datasets import load_dataset
 from patchgym_trainer.schema import AppConfig
@@ -149,7 +150,7 @@ async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> Valid
     backend_name = cfg.sandbox.get("type")
     console.print(
         f"validating {len(tasks)} tasks × {'+'.join(kinds)} patch on [bold]{backend_name}[/] "
-        f"(dataset {cfg.dataset.name}, concurrency {cfg.validate_.concurrency})"
+        f"(dataset {cfg.dataset.name}, concurrency {cfg.validate_.concurrency}, run {run_id})"
     )
     progress = Progress(
         TextColumn("[bold]validate"),
@@ -174,8 +175,11 @@ async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> Valid
                 )
 
             await asyncio.gather(*(one(t, k) for t in tasks for k in kinds))
-    finally:
-        await backend.aclose()
+    finally:  # interrupted or not: nothing of this run may outlive it
+        try:
+            await backend.reap({L.RUN_ID: run_id}, expired=False)
+        finally:
+            await backend.aclose()
     order = {t.id: i for i, t in enumerate(tasks)}
     results.sort(key=lambda r: (order[r.task_id], kinds.index(r.patch)))
     rows = per_task(results)

@@ -24,9 +24,24 @@ from patchgym_envs.graph import (
     action_to_call,
     parse_action,
 )
+from patchgym_envs.tools.markup import (
+    FUNC_OPEN,
+    MAX_ACTION_BYTES,
+    MAX_ACTION_DEPTH,
+    PARAM_OPEN,
+    ActionTooLarge,
+    check_value,
+    loads_json,
+    split_think,
+)
 
 __all__ = [
+    "FUNC_OPEN",
     "GRAPH_ACTION",
+    "MAX_ACTION_BYTES",
+    "MAX_ACTION_DEPTH",
+    "PARAM_OPEN",
+    "ActionTooLarge",
     "ExploreAction",
     "GraphAction",
     "MemoryAction",
@@ -40,8 +55,11 @@ __all__ = [
     "action_to_call",
     "bundled_task",
     "bundled_tasks",
+    "check_value",
     "get_scaffold",
     "load_tasks",
+    "loads_json",
     "parse_action",
     "scaffold_names",
+    "split_think",
 ]

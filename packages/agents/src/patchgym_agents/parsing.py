@@ -12,6 +12,9 @@ Rules, the same for both:
 - A missing ``</function>`` at the very end is accepted (servers often stop on it).
 - Anything else that prevents a clean reading is a :class:`ParseResult` with ``error``
   set — a message for the model, never an exception.
+- Bounded: parsing is linear in the reply's length (no regex rescans, no recursion); a
+  reply whose visible text (thoughts aside) is over ``max_chars`` (64 KiB by default) or
+  whose JSON arguments nest deeper than ``max_depth`` is an error naming the limit.
 """
 
 from __future__ import annotations
@@ -23,12 +26,23 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from patchgym_agents.envs_api import ToolCall
+from patchgym_agents.envs_api import (
+    FUNC_OPEN as _FUNC_OPEN,
+)
+from patchgym_agents.envs_api import (
+    MAX_ACTION_BYTES,
+    MAX_ACTION_DEPTH,
+    ActionTooLarge,
+    ToolCall,
+    check_value,
+    loads_json,
+    split_think,
+)
+from patchgym_agents.envs_api import (
+    PARAM_OPEN as _PARAM_OPEN,
+)
 
-_THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
-_FUNC_OPEN = re.compile(r"<function\s*=\s*([^>\n]*)>")
 _FUNC_CLOSE = "</function>"
-_PARAM_OPEN = re.compile(r"<parameter\s*=\s*([^>\n]*)>")
 _PARAM_CLOSE = "</parameter>"
 _NAME = re.compile(r"^[A-Za-z_][\w.\-]*$")
 
@@ -55,16 +69,15 @@ class ParseResult(BaseModel):
 def split_thinking(text: str) -> tuple[str, str, str | None]:
     """``(visible_text, thought, error)`` with every ``<think>`` block removed."""
     thoughts: list[str] = []
-    if "</think>" in text and "<think>" not in text.split("</think>", 1)[0]:
-        head, text = text.split("</think>", 1)
-        thoughts.append(head.strip())
-    thoughts.extend(m.strip() for m in _THINK_BLOCK.findall(text))
-    visible = _THINK_BLOCK.sub("", text)
+    first_close = text.find("</think>")
+    if first_close >= 0 and text.find("<think>", 0, first_close) < 0:
+        thoughts.append(text[:first_close].strip())
+        text = text[first_close + len("</think>") :]
+    visible, closed, unclosed = split_think(text)
+    thoughts.extend(t.strip() for t in closed)
     error = None
-    if "<think>" in visible:
-        before, _, rest = visible.partition("<think>")
-        thoughts.append(rest.strip())
-        visible = before
+    if unclosed is not None:
+        thoughts.append(unclosed.strip())
         error = (
             "your reply ended inside a <think> block (no </think>), so no tool call was read; "
             "close your reasoning with </think> and then call a tool"
@@ -105,9 +118,24 @@ def _parse_params(body: str, fname: str) -> tuple[dict[str, Any], str | None, li
     return args, None, notes
 
 
-def parse_text(text: str, tool_names: Collection[str] | None = None) -> ParseResult:
+def _too_large(value: Any, max_chars: int, max_depth: int) -> str | None:
+    try:
+        check_value(value, max_bytes=max_chars, max_depth=max_depth, what="tool call")
+    except ActionTooLarge as exc:
+        return str(exc)
+    return None
+
+
+def parse_text(
+    text: str,
+    tool_names: Collection[str] | None = None,
+    *,
+    max_chars: int = MAX_ACTION_BYTES,
+) -> ParseResult:
     """Read the first ``<function=...>`` call of ``text``."""
     visible, thought, think_error = split_thinking(text)
+    if (err := _too_large(visible, max_chars, MAX_ACTION_DEPTH)) is not None:
+        return ParseResult(error=err, thought=thought)
     opens = list(_FUNC_OPEN.finditer(visible))
     if not opens:
         error = think_error or f"no tool call found in your reply. {FORMAT_HINT}"
@@ -158,12 +186,15 @@ def parse_tool_calls(
     tool_calls: Sequence[Mapping[str, Any]],
     content: str = "",
     tool_names: Collection[str] | None = None,
+    *,
+    max_chars: int = MAX_ACTION_BYTES,
+    max_depth: int = MAX_ACTION_DEPTH,
 ) -> ParseResult:
     """Read the first native (OpenAI) tool call; fall back to the text form in ``content``."""
     visible, thought, _ = split_thinking(content or "")
     if not tool_calls:
         if _FUNC_OPEN.search(visible):
-            res = parse_text(content, tool_names)
+            res = parse_text(content, tool_names, max_chars=max_chars)
             res.notes.append("no native tool call; read the <function=...> text form instead")
             return res
         return ParseResult(
@@ -184,18 +215,29 @@ def parse_tool_calls(
     if (err := _check_name(name, tool_names)) is not None:
         result.error = err
         return result
+    if (err := _too_large(raw_args, max_chars, max_depth)) is not None:
+        result.error = err
+        return result
     args: Any = raw_args
     if isinstance(raw_args, str):
         if not raw_args.strip():
             args = {}
         else:
             try:
-                args = json.loads(raw_args)
-            except json.JSONDecodeError as exc:
-                result.error = (
-                    f"the arguments of your {name} call are not valid JSON ({exc.msg} at "
-                    f'character {exc.pos}); send a JSON object such as {{"path": "/testbed"}}'
+                args = loads_json(raw_args)
+            except ValueError as exc:
+                why = (
+                    f"{exc.msg} at character {exc.pos}"
+                    if isinstance(exc, json.JSONDecodeError)
+                    else str(exc)
                 )
+                result.error = (
+                    f"the arguments of your {name} call are not valid JSON ({why}); "
+                    'send a JSON object such as {"path": "/testbed"}'
+                )
+                return result
+            if (err := _too_large(args, max_chars, max_depth)) is not None:
+                result.error = err
                 return result
     if not isinstance(args, Mapping):
         result.error = (

@@ -26,7 +26,9 @@ from patchgym_envs.converters import (
 from patchgym_envs.env import EnvConfig, SWEEnv
 from patchgym_envs.errors import (
     BadRowError,
+    DatasetError,
     DatasetReadError,
+    EmptyDatasetError,
     EnvsError,
     SetupFailed,
     UnknownFormatError,
@@ -36,7 +38,7 @@ from patchgym_envs.errors import (
 from patchgym_envs.evaluate import evaluate_patch
 from patchgym_envs.images import swebench_image, swegym_image, swesmith_image
 from patchgym_envs.loading import group_by_image, load_tasks, sort_by_image
-from patchgym_envs.readers import read_hf, read_jsonl, read_parquet, read_rows
+from patchgym_envs.readers import SourceRow, iter_rows, read_hf, read_jsonl, read_parquet, read_rows
 from patchgym_envs.task import Task
 from patchgym_envs.tools import (
     Observation,
@@ -56,7 +58,9 @@ __all__ = [
     "BadRowError",
     "ConversionReport",
     "ConvertOptions",
+    "DatasetError",
     "DatasetReadError",
+    "EmptyDatasetError",
     "EnvConfig",
     "EnvsError",
     "Observation",
@@ -64,6 +68,7 @@ __all__ = [
     "Scaffold",
     "SetupFailed",
     "SkippedRow",
+    "SourceRow",
     "Task",
     "ToolCall",
     "ToolSpec",
@@ -80,6 +85,7 @@ __all__ = [
     "get_scaffold",
     "group_by_image",
     "image_for",
+    "iter_rows",
     "load_tasks",
     "read_hf",
     "read_jsonl",

@@ -26,7 +26,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from patchgym_envs import grading
+from patchgym_envs import cleanup, grading
 from patchgym_envs.converters import ConvertOptions, convert_row
 from patchgym_envs.grading import Verdict
 from patchgym_envs.looprunner import LoopRunner
@@ -47,12 +47,19 @@ from patchgym_envs.tools import (
     get_scaffold,
     to_tool_call,
 )
+from patchgym_envs.tools.markup import (
+    MAX_ACTION_BYTES,
+    MAX_ACTION_DEPTH,
+    ActionTooLarge,
+    check_value,
+)
 from patchgym_sandbox import (
     InfraError,
     Resources,
     Sandbox,
     SandboxBackend,
     SandboxClosed,
+    SandboxLost,
     create_backend,
 )
 
@@ -82,6 +89,11 @@ class EnvConfig(BaseModel):
     """Limits of each episode's sandbox (default ``sandboxes.DEFAULT_RESOURCES``: 4 GiB
     memory, 1,024 processes, 4 GiB disk); a backend that cannot enforce one fails at start."""
     setup_timeout_s: float = Field(default=600.0, gt=0)
+    max_action_bytes: int = Field(default=MAX_ACTION_BYTES, ge=1024)
+    """Largest action accepted (text, or a tool call's names and values); larger is an
+    error observation that states the limit."""
+    max_action_depth: int = Field(default=MAX_ACTION_DEPTH, ge=2)
+    """Deepest nesting of an action's arguments (JSON arrays/objects)."""
     reward: dict[str, Any] | None = None
     """Opt-in shaped reward (``{"type": "debug_gym", "step_penalty": 0.01}``); when set,
     ``step`` returns the shaped value and ``info`` carries both rewards."""
@@ -117,6 +129,7 @@ class SWEEnv:
         self._ctx: ToolContext | None = None
         self._runner: LoopRunner | None = None
         self._thread_lock = threading.Lock()
+        cleanup.arm()  # from the constructing (usually main) thread: SIGTERM closes sandboxes
         self._alock: asyncio.Lock | None = None
         self._reset_state()
 
@@ -201,6 +214,16 @@ class SWEEnv:
                 finally:
                     closer.stop()
 
+    def close_now(self, timeout: float = 60.0) -> None:
+        """Close from a signal handler: on the env's loop, without taking its thread lock
+        (the interrupted ``step`` may hold it on this very thread)."""
+        runner = self._runner
+        if runner is None:
+            self.close()
+            return
+        future = asyncio.run_coroutine_threadsafe(self.aclose(), runner.loop)
+        future.result(timeout=timeout)
+
     # -- async API -------------------------------------------------------------------
     async def areset(
         self, task: Task | Mapping[str, Any] | None = None, **_: Any
@@ -242,6 +265,7 @@ class SWEEnv:
         self._patch: str | None = None
         self._started_at: float | None = None
         self._format_errors = 0
+        self._sandbox_made = False
 
     def _reset_sync(self, task: Task | Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
         if task is not None:
@@ -284,6 +308,11 @@ class SWEEnv:
                 )
             return self._ctx
         assert self.task is not None
+        if self._sandbox_made:
+            raise SandboxLost(
+                f"the sandbox of this episode (task {self.task.id}) is gone; the episode ends "
+                "here rather than continuing in a new, empty sandbox"
+            )
         backend = self._get_backend()
         spec = spec_for(
             self.task,
@@ -296,6 +325,8 @@ class SWEEnv:
         )
         sandbox = backend.sandbox(spec)
         self._sandbox = sandbox
+        self._sandbox_made = True
+        cleanup.track(self)
         self._sandbox_loop = asyncio.get_running_loop()
         await sandbox.start()
         await run_setup(sandbox, self.task, command_timeout_s=self.config.setup_timeout_s)
@@ -389,13 +420,7 @@ class SWEEnv:
             ctx = await self._ensure_sandbox()
             remaining = self.config.episode_timeout_s - (time.monotonic() - self._started_at)
             ctx.settings.command_timeout_s = max(1.0, min(self.config.step_timeout_s, remaining))
-            try:
-                call = to_tool_call(action)
-            except ActionParseError as exc:
-                self._format_errors += 1
-                obs = Observation(text=f"ERROR: {exc}", error=True)
-            else:
-                obs = await self.scaffold.execute(call, ctx)
+            obs = await self._act(action, ctx)
             self._steps += 1
             elapsed = time.monotonic() - self._started_at
             if obs.submitted:
@@ -406,7 +431,8 @@ class SWEEnv:
                 await self._finish("max_steps")
         except (InfraError, SandboxClosed) as exc:
             self._infra(exc)
-        except BaseException:
+        except BaseException as exc:  # cancelled, interrupted, or a bug outside the action
+            self._infra(exc)
             await self._close_sandbox()
             raise
         finally:
@@ -416,6 +442,38 @@ class SWEEnv:
         if self._done and self._done_reason != "submitted" and self._infra_error is None:
             text += f"\n[episode ended: {self._done_reason}]"
         return text, self._reward(), self._done, self._info(obs)
+
+    async def _act(self, action: Any, ctx: ToolContext) -> Observation:
+        """Run one action in the episode's sandbox; only infrastructure failures raise.
+
+        Too large, too deep, unreadable, or crashing the parser or a tool: all of these
+        are an error observation, and the next step runs in the same sandbox.
+        """
+        limits = {
+            "max_bytes": self.config.max_action_bytes,
+            "max_depth": self.config.max_action_depth,
+        }
+        try:
+            if isinstance(action, (str, Mapping)):
+                check_value(action, **limits)  # before parsing: parsing cost stays bounded
+            call = to_tool_call(action)
+            check_value([call.name, call.arguments], **limits)
+        except (ActionParseError, ActionTooLarge) as exc:
+            self._format_errors += 1
+            return Observation(text=f"ERROR: {exc}", error=True)
+        except Exception as exc:  # a parser bug or a hostile object: the model sees why
+            self._format_errors += 1
+            return Observation(
+                text=f"ERROR: your action could not be read ({type(exc).__name__})", error=True
+            )
+        try:
+            return await self.scaffold.execute(call, ctx)
+        except (InfraError, SandboxClosed):
+            raise
+        except Exception as exc:
+            return Observation(
+                text=f"ERROR: {call.name} failed: {type(exc).__name__}", error=True, tool=call.name
+            )
 
     def __repr__(self) -> str:
         tid = self.task.id if self.task else None

@@ -21,24 +21,52 @@ class RowError(EnvsError, ValueError):
         self.reason = message
 
 
-class BadRowError(EnvsError, ValueError):
-    """A dataset row cannot become a task. Names the row index, id and field."""
+class DatasetError(EnvsError):
+    """Root of the data errors: a dataset that cannot be read, a bad row, an empty dataset."""
 
-    def __init__(self, index: int, task_id: str | None, field: str, message: str) -> None:
+
+class BadRowError(DatasetError, ValueError):
+    """A dataset row cannot become a task: one line naming where, row index, id, field, reason.
+
+    ``where`` is the row's place in its source (``tasks.jsonl:12``, ``x.parquet row 7``)
+    when the row came from a file.
+    """
+
+    def __init__(
+        self,
+        index: int,
+        task_id: str | None,
+        field: str,
+        message: str,
+        *,
+        where: str | None = None,
+    ) -> None:
         who = f"row {index} (id {task_id!r})" if task_id else f"row {index} (no id)"
-        super().__init__(f"{who}, field {field!r}: {message}")
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}{who}, field {field!r}: {one_line(message)}")
         self.index = index
         self.task_id = task_id
         self.field = field
-        self.reason = message
+        self.reason = one_line(message)
+        self.where = where
 
 
-class UnknownFormatError(EnvsError, LookupError):
+class UnknownFormatError(DatasetError, LookupError):
     """A dataset format name that no converter handles."""
 
 
-class DatasetReadError(EnvsError, OSError):
+class DatasetReadError(DatasetError, OSError):
     """A dataset file or folder could not be read."""
+
+
+class EmptyDatasetError(DatasetError, ValueError):
+    """A dataset yielded no task (no rows, or every row skipped): never a silent success."""
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    """``text`` on one line (newlines folded), cut to ``limit`` characters."""
+    flat = " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 class UnknownScaffoldError(EnvsError, LookupError):

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from patchgym_envs.converters import ConversionReport, ConvertOptions, convert_rows
-from patchgym_envs.readers import read_rows
+from patchgym_envs.errors import EmptyDatasetError
+from patchgym_envs.readers import iter_rows
 from patchgym_envs.task import Task
 
 
@@ -41,11 +42,25 @@ def load_tasks(
 
     ``limit`` keeps the first N tasks *after* sorting by image (so a short run touches
     few images); without sorting, reading stops once N tasks are made.
+
+    A source that yields no task (no rows, or every row skipped in lenient mode) is an
+    :class:`EmptyDatasetError`: a run over nothing must not look like a success.
     """
-    rows = read_rows(source, split=split) if isinstance(source, (str, Path)) else source
+    is_path = isinstance(source, (str, Path))
+    rows = iter_rows(source, split=split) if isinstance(source, (str, Path)) else source
     if not sort_images:
-        return convert_rows(rows, fmt, options, strict=strict, limit=limit)
-    report = convert_rows(rows, fmt, options, strict=strict)
-    tasks = sort_by_image(report.tasks) if sort_images else report.tasks
-    report.tasks = tasks[:limit] if limit is not None else tasks
+        report = convert_rows(rows, fmt, options, strict=strict, limit=limit)
+    else:
+        report = convert_rows(rows, fmt, options, strict=strict)
+        tasks = sort_by_image(report.tasks)
+        report.tasks = tasks[:limit] if limit is not None else tasks
+    if not report.tasks and limit != 0:
+        name = str(source) if is_path else "the given rows"
+        if not report.rows_read:
+            raise EmptyDatasetError(f"{name}: dataset is empty (no rows)")
+        first = report.skipped[0]
+        raise EmptyDatasetError(
+            f"{name}: no usable task — all {report.rows_read} rows skipped; first: "
+            f"{first.where or f'row {first.index}'}, field {first.field!r}: {first.reason}"
+        )
     return report

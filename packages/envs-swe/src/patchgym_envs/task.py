@@ -97,7 +97,9 @@ class Task(BaseModel):
             return []
         if isinstance(value, str):
             return json.loads(value) if value.strip() else []
-        return list(value) if not isinstance(value, list) else value
+        if isinstance(value, (tuple, set, frozenset)) or callable(getattr(value, "tolist", None)):
+            return list(value)
+        return value  # a list, or a wrong type that pydantic reports naming the field
 
     def to_row(self) -> dict[str, Any]:
         """A flat, parquet-friendly dict (nested maps as JSON text); ``Task.model_validate`` reads it."""

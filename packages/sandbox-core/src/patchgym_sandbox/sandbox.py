@@ -13,6 +13,7 @@ import io
 import os
 import shlex
 import tarfile
+import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -58,6 +59,7 @@ class Sandbox(ABC):
         self.id = new_sandbox_id()
         self._state = "new"
         self._start_lock: asyncio.Lock | None = None
+        self._renewed_at = 0.0
 
     # -- lifecycle ---------------------------------------------------------------
     @property
@@ -94,6 +96,7 @@ class Sandbox(ABC):
                     await self._close_quietly()
                     raise
                 self._state = "started"
+                self._renewed_at = time.monotonic()
         return self
 
     async def close(self) -> None:
@@ -112,6 +115,13 @@ class Sandbox(ABC):
         """Push the lease expiry forward (by ``lease_s`` or the spec's lease) while in use."""
         await self._ensure()
         await self._renew(lease_s if lease_s is not None else self.spec.lease_s)
+        self._renewed_at = time.monotonic()
+
+    async def _keep_lease(self) -> None:
+        """Renew the lease once half of it has passed since the last renewal (on use)."""
+        if time.monotonic() - self._renewed_at >= self.spec.lease_s / 2:
+            self._renewed_at = time.monotonic()
+            await self._renew(self.spec.lease_s)
 
     async def _ensure(self) -> None:
         if self._state != "started":
@@ -160,6 +170,7 @@ class Sandbox(ABC):
             user=user if user is not None else self.spec.user,
             max_output_bytes=self.spec.max_output_bytes,
         )
+        await self._keep_lease()
         return await self._exec(req)
 
     def session(

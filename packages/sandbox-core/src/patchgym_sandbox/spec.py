@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from patchgym_sandbox import labels as L
@@ -36,8 +38,9 @@ class SandboxSpec(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
     run_id: str | None = None
     rollout_id: str | None = None
-    lease_s: float = Field(default=3600.0, gt=0)
-    """Time to live: after this the sandbox is fair game for ``reap(expired=True)``."""
+    lease_s: float = Field(default=L.DEFAULT_LEASE_S, gt=0)
+    """Time to live: after this the sandbox is fair game for ``reap(expired=True)``.
+    Renewed by use (each ``exec`` past half the lease) on backends that can move it."""
     network: bool = False
     mounts: list[str] = Field(default_factory=list)
     """Host folders visible read-only at the same path inside the sandbox (local backend:
@@ -52,8 +55,8 @@ class SandboxSpec(BaseModel):
         out[L.MANAGED] = "true"
         out[L.SANDBOX_ID] = sandbox_id
         out[L.EXPIRES_AT] = str(L.expires_at(self.lease_s, now))
-        if self.run_id is not None:
-            out[L.RUN_ID] = self.run_id
-        if self.rollout_id is not None:
-            out[L.ROLLOUT_ID] = self.rollout_id
+        out[L.CREATED_AT] = str(int(time.time() if now is None else now))
+        out.setdefault(L.OWNER, L.owner())
+        out[L.RUN_ID] = self.run_id if self.run_id is not None else L.default_run_id()
+        out[L.ROLLOUT_ID] = self.rollout_id if self.rollout_id is not None else sandbox_id
         return out

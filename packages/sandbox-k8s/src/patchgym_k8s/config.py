@@ -56,8 +56,6 @@ class K8sConfig(BackendConfig):
     """The container runtime's default seccomp filter (Kubernetes' own default is none)."""
     requests: dict[str, str] = Field(default_factory=dict)
     """Container resource requests, e.g. ``{"cpu": "250m", "memory": "512Mi"}``."""
-    default_memory_mb: int | None = Field(default=4096, gt=0)
-    """Memory limit when neither ``limits`` nor the spec sets one (None = unlimited)."""
     limits: dict[str, str] = Field(default_factory=dict)
     """Container limits; ``SandboxSpec.resources`` fills memory/cpu/ephemeral-storage when unset here."""
     termination_grace_s: int = Field(default=1, ge=0)

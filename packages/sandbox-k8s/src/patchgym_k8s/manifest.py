@@ -38,9 +38,8 @@ def _quantity_mb(mb: int) -> str:
 def resources(cfg: K8sConfig, spec: SandboxSpec) -> dict[str, dict[str, str]]:
     limits = dict(cfg.limits)
     r = spec.resources
-    memory_mb = r.memory_mb if r.memory_mb is not None else cfg.default_memory_mb
-    if memory_mb is not None:
-        limits.setdefault("memory", _quantity_mb(memory_mb))
+    if r.memory_mb is not None:
+        limits.setdefault("memory", _quantity_mb(r.memory_mb))
     if r.cpus is not None:
         limits.setdefault("cpu", f"{int(r.cpus * 1000)}m")
     if r.disk_mb is not None:

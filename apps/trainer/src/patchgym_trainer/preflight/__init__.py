@@ -55,8 +55,10 @@ async def run_preflight(cfg: AppConfig, *, check_images: bool = True) -> list[Ch
         tasks = train_report.tasks if train_report is not None else []
         checks.append(await probes.images(backend_cfg, tasks))
     checks.append(probes.model(cfg.model))
-    checks.append(
-        rules.versions(probes.installed_versions(), need_vllm=train.rollout_engine == "vllm")
-    )
-    checks.append(probes.gpus(train.gpus_per_node))
+    need_vllm = train.engine != "trl" and train.rollout_engine == "vllm"
+    checks.append(rules.versions(probes.installed_versions(), need_vllm=need_vllm))
+    if train.engine == "trl":  # TRL generates with the trained model itself: CPU is enough
+        checks.append(rules.Check(name="GPU", status="skip", detail="engine=trl runs on CPU"))
+    else:
+        checks.append(probes.gpus(train.gpus_per_node))
     return checks

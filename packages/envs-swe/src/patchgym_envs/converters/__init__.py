@@ -17,7 +17,8 @@ from patchgym_envs.converters.options import ConvertOptions
 from patchgym_envs.converters.r2egym import from_r2egym, from_swebench_r2e
 from patchgym_envs.converters.swebench import from_swebench, from_swegym
 from patchgym_envs.converters.swesmith import from_swesmith
-from patchgym_envs.errors import BadRowError, RowError, UnknownFormatError
+from patchgym_envs.errors import BadRowError, RowError, UnknownFormatError, one_line
+from patchgym_envs.readers import SourceRow
 from patchgym_envs.task import Task
 
 Format = Literal["auto", "task", "r2egym", "swebench", "swebench_r2e", "swesmith", "swegym"]
@@ -47,7 +48,10 @@ def unwrap(row: Mapping[str, Any]) -> Mapping[str, Any]:
     extra = row.get("extra_info")
     if extra is not None and "prompt" in row:
         if isinstance(extra, str):
-            extra = json.loads(extra)
+            try:
+                extra = json.loads(extra)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise RowError("extra_info", f"not valid JSON ({one_line(str(exc))})") from None
         if isinstance(extra, Mapping):
             return extra
     return row
@@ -56,7 +60,7 @@ def unwrap(row: Mapping[str, Any]) -> Mapping[str, Any]:
 def detect_format(row: Mapping[str, Any]) -> str:
     """Guess a row's format from its columns (see each converter's docstring)."""
     row = unwrap(row)
-    if "source_format" in row and "eval_script" in row:
+    if "source_format" in row and ("eval_script" in row or "problem_statement" in row):
         return "task"
     if "parsed_commit_content" in row:
         return "r2egym"
@@ -76,12 +80,23 @@ def row_id(row: Mapping[str, Any]) -> str | None:
     for key in ID_FIELDS:
         value = row.get(key)
         if isinstance(value, str) and value:
-            return value
+            return value[:200]
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
     return None
+
+
+class UnknownRowFormat(BadRowError, UnknownFormatError):
+    """``format=auto`` could not tell a row's format from its columns."""
+
+
+MALFORMED = (TypeError, KeyError, AttributeError, IndexError, ValueError, RecursionError)
+"""What a converter may raise on a row of unexpected shape (reported as a bad row)."""
 
 
 class SkippedRow(BaseModel):
     index: int
+    where: str | None = None
     id: str | None
     field: str
     reason: str
@@ -93,6 +108,7 @@ class ConversionReport(BaseModel):
     tasks: list[Task] = Field(default_factory=list)
     skipped: list[SkippedRow] = Field(default_factory=list)
     formats: dict[str, int] = Field(default_factory=dict)
+    rows_read: int = 0
 
     @property
     def ok(self) -> bool:
@@ -101,7 +117,9 @@ class ConversionReport(BaseModel):
     def summary(self) -> str:
         lines = [f"{len(self.tasks)} tasks, {len(self.skipped)} rows skipped"]
         lines += [
-            f"  row {s.index} (id {s.id!r}), field {s.field!r}: {s.reason}" for s in self.skipped
+            f"  {s.where + ': ' if s.where else ''}row {s.index} (id {s.id!r}), "
+            f"field {s.field!r}: {s.reason}"
+            for s in self.skipped
         ]
         return "\n".join(lines)
 
@@ -112,27 +130,47 @@ def convert_row(
     options: ConvertOptions | None = None,
     *,
     index: int = 0,
+    where: str | None = None,
 ) -> Task:
-    """One row -> a Task, or :class:`BadRowError` naming index, id and field."""
+    """One row -> a Task, or :class:`BadRowError` naming where, index, id and field.
+
+    Whatever is wrong with the row (missing key, wrong type, malformed nested data) is a
+    :class:`BadRowError`; only an unknown ``fmt`` name is an :class:`UnknownFormatError`.
+    """
     opts = options or ConvertOptions()
-    inner = unwrap(row)
-    name = detect_format(inner) if fmt == "auto" else fmt
-    if name not in CONVERTERS:
-        raise UnknownFormatError(
-            f"unknown dataset format {name!r} — known: {', '.join(CONVERTERS)}"
+    if fmt != "auto" and fmt not in CONVERTERS:
+        raise UnknownFormatError(f"unknown dataset format {fmt!r} — known: {', '.join(CONVERTERS)}")
+    if not isinstance(row, Mapping):
+        raise BadRowError(
+            index, None, "<row>", f"expected a mapping, got {type(row).__name__}", where=where
         )
+    try:
+        inner = unwrap(row)
+    except RowError as exc:
+        raise BadRowError(index, row_id(row), exc.field, exc.reason, where=where) from None
+    tid = row_id(inner)
+    if fmt == "auto":
+        try:
+            name = detect_format(inner)
+        except UnknownFormatError as exc:
+            raise UnknownRowFormat(index, tid, "<columns>", str(exc), where=where) from None
+    else:
+        name = fmt
     try:
         return CONVERTERS[name](inner, opts)
     except RowError as exc:
-        raise BadRowError(index, row_id(inner), exc.field, exc.reason) from exc
+        raise BadRowError(index, tid, exc.field, exc.reason, where=where) from exc
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "<row>"
-        raise BadRowError(index, row_id(inner), field, err["msg"]) from exc
+        raise BadRowError(index, tid, field, err["msg"], where=where) from exc
+    except MALFORMED as exc:
+        reason = f"malformed {name} row ({type(exc).__name__}: {one_line(str(exc), 200)})"
+        raise BadRowError(index, tid, "<row>", reason, where=where) from exc
 
 
 def convert_rows(
-    rows: Iterable[Mapping[str, Any]],
+    rows: Iterable[Mapping[str, Any] | SourceRow],
     fmt: str = "auto",
     options: ConvertOptions | None = None,
     *,
@@ -141,19 +179,30 @@ def convert_rows(
 ) -> ConversionReport:
     """Convert every row; strict raises on the first bad one, lenient records and skips it.
 
-    With ``limit``, reading stops once that many tasks are made.
+    ``rows`` are mappings or :class:`SourceRow` items (from :func:`iter_rows`), whose place
+    in the file is then named in errors. With ``limit``, reading stops once that many
+    tasks are made.
     """
     report = ConversionReport()
-    for index, row in enumerate(rows):
+    for index, item in enumerate(rows):
         if limit is not None and len(report.tasks) >= limit:
             break
+        report.rows_read += 1
         try:
-            task = convert_row(row, fmt, options, index=index)
+            if isinstance(item, SourceRow):
+                if item.data is None:
+                    field, reason = item.problem or ("<row>", "unreadable")
+                    raise BadRowError(index, None, field, reason, where=item.where)
+                task = convert_row(item.data, fmt, options, index=index, where=item.where)
+            else:
+                task = convert_row(item, fmt, options, index=index)
         except BadRowError as exc:
             if strict:
                 raise
             report.skipped.append(
-                SkippedRow(index=index, id=exc.task_id, field=exc.field, reason=exc.reason)
+                SkippedRow(
+                    index=index, where=exc.where, id=exc.task_id, field=exc.field, reason=exc.reason
+                )
             )
             continue
         report.tasks.append(task)
@@ -167,6 +216,7 @@ __all__ = [
     "ConvertOptions",
     "Format",
     "SkippedRow",
+    "UnknownRowFormat",
     "convert_row",
     "convert_rows",
     "detect_format",

@@ -10,15 +10,12 @@ format. The agents package has the thorough parser; this one is enough for the c
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-_FUNC = re.compile(r"<function=([^>\s]+)>(.*?)(?:</function>|$)", re.DOTALL)
-_PARAM = re.compile(r"<parameter=([^>\s]+)>(.*?)</parameter>", re.DOTALL)
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+from patchgym_envs.tools.markup import FUNC_OPEN, PARAM_OPEN, THINK_OPEN, loads_json, split_think
 
 
 class ActionParseError(ValueError):
@@ -32,23 +29,29 @@ class ToolCall(BaseModel):
 
 
 def parse_text(text: str) -> ToolCall:
-    """Read the first ``<function=...>`` block of ``text``."""
-    body = _THINK.sub("", text)
-    m = _FUNC.search(body)
-    if m is None:
+    """Read the first ``<function=...>`` block of ``text`` (linear time, see ``markup``)."""
+    visible, _, unclosed = split_think(text)
+    if unclosed is not None:
+        visible += THINK_OPEN + unclosed
+    m = FUNC_OPEN.search(visible)
+    name = m.group(1).strip() if m is not None else ""
+    if m is None or not name or any(c.isspace() for c in name):
         raise ActionParseError(
             "no tool call found; call a tool as "
             "<function=NAME>\n<parameter=KEY>VALUE</parameter>\n</function>"
         )
+    end = visible.find("</function>", m.end())
+    body = visible[m.end() : end if end >= 0 else len(visible)]
     args: dict[str, Any] = {}
-    for pm in _PARAM.finditer(m.group(2)):
-        value = pm.group(2)
-        if value.startswith("\n"):
-            value = value[1:]
-        if value.endswith("\n"):
-            value = value[:-1]
-        args[pm.group(1)] = value
-    return ToolCall(name=m.group(1).strip(), arguments=args)
+    pos = 0
+    while (pm := PARAM_OPEN.search(body, pos)) is not None:
+        close = body.find("</parameter>", pm.end())
+        if close < 0:
+            break
+        value = body[pm.end() : close].removeprefix("\n").removesuffix("\n")
+        args[pm.group(1).strip()] = value
+        pos = close + len("</parameter>")
+    return ToolCall(name=name, arguments=args)
 
 
 def to_tool_call(action: Any) -> ToolCall:
@@ -67,10 +70,11 @@ def to_tool_call(action: Any) -> ToolCall:
             raw = fn.get("arguments", fn.get("parameters", {}))
             if isinstance(raw, str):
                 try:
-                    raw = json.loads(raw) if raw.strip() else {}
-                except json.JSONDecodeError as exc:
+                    raw = loads_json(raw) if raw.strip() else {}
+                except ValueError as exc:
+                    msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
                     raise ActionParseError(
-                        f"tool call arguments are not valid JSON: {exc.msg}"
+                        f"tool call arguments are not valid JSON: {msg}"
                     ) from None
             if not isinstance(raw, Mapping):
                 raise ActionParseError("tool call arguments must be a JSON object")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from patchgym_envs.tools.base import Tool, ToolError, ToolParam, ToolSpec
+from patchgym_envs.tools.bounded import probe, read_lines
 from patchgym_envs.tools.context import ToolContext
 from patchgym_envs.tools.files import read_text, write_text
 from patchgym_envs.tools.shell import run_command
@@ -217,20 +218,23 @@ class View(Tool):
         raw = self.arg_str(args, "path")
         assert raw is not None
         real = ctx.path(raw)
-        lines = (await read_text(ctx, real)).split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
+        info = await probe(ctx, real)
+        if info.kind != "file":
+            raise ToolError(f"the path {ctx.shown(real)} does not exist or is not a file")
+        n = info.lines
         start = self.arg_int(args, "start") or 1
-        end = self.arg_int(args, "end") or len(lines)
-        if not 1 <= start <= max(len(lines), 1) or end < start:
-            raise ToolError(f"invalid range {start}-{end} for a file of {len(lines)} lines")
-        end = min(end, len(lines))
+        end = self.arg_int(args, "end") or n
+        if not 1 <= start <= max(n, 1) or end < start:
+            raise ToolError(f"invalid range {start}-{end} for a file of {n} lines")
+        end = min(end, n)
+        lines, _ = await read_lines(ctx, real, info, start, max(end, start))
+        end = start + len(lines) - 1 if lines else end
         rel = ctx.relative(real)
         marks = {b.line for b in (ctx.pdb.breakpoints if ctx.pdb else []) if b.path == rel}
         body = "\n".join(
-            f"{'B' if i in marks else ' '}{i:5d}\t{lines[i - 1]}" for i in range(start, end + 1)
+            f"{'B' if i in marks else ' '}{i:5d}\t{line}" for i, line in enumerate(lines, start)
         )
-        return f"{ctx.shown(real)} (lines {start}-{end} of {len(lines)}):\n{body}"
+        return f"{ctx.shown(real)} (lines {start}-{end} of {n}):\n{body}"
 
 
 class Edit(Tool):

@@ -12,6 +12,7 @@ import shlex
 from typing import Any, ClassVar
 
 from patchgym_envs.tools.base import Tool, ToolError, ToolParam, ToolSpec
+from patchgym_envs.tools.bounded import check_editable, probe, read_lines
 from patchgym_envs.tools.context import ToolContext
 from patchgym_sandbox import SandboxFileNotFound
 
@@ -26,6 +27,8 @@ def numbered(text: str, start: int = 1) -> str:
 
 
 async def read_text(ctx: ToolContext, real: str) -> str:
+    """The whole file, for editing (refused past ``MAX_EDIT_BYTES``, see ``bounded``)."""
+    await check_editable(ctx, real)
     try:
         data = await ctx.sandbox.read_file(real)
     except SandboxFileNotFound:
@@ -78,18 +81,25 @@ class Editor:
 
     @staticmethod
     async def view(ctx: ToolContext, real: str, view_range: tuple[int, int] | None) -> str:
-        if await is_dir(ctx, real):
+        info = await probe(ctx, real)
+        if info.kind == "dir":
             if view_range is not None:
                 raise ToolError("view_range is not allowed when path is a directory")
             return await list_dir(ctx, real)
-        content = await read_text(ctx, real)
-        lines = content.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
+        if info.kind != "file":
+            raise ToolError(f"the path {ctx.shown(real)} does not exist or is not a file")
+        n = info.lines
         if view_range is None:
-            return f"Here's the result of running `cat -n` on {ctx.shown(real)}:\n{numbered(content)}\n"
+            lines, cut = await read_lines(ctx, real, info, 1, max(n, 1))
+            body = numbered("\n".join(lines))
+            more = (
+                f"\n[file has {n} lines ({info.size} bytes); shown up to line {len(lines)}; "
+                "pass view_range to see the rest]"
+                if cut
+                else ""
+            )
+            return f"Here's the result of running `cat -n` on {ctx.shown(real)}:\n{body}\n{more}"
         first, last = view_range
-        n = len(lines)
         if not 1 <= first <= max(n, 1):
             raise ToolError(
                 f"invalid view_range {list(view_range)}: first line must be in [1, {n}]"
@@ -100,7 +110,10 @@ class Editor:
             raise ToolError(
                 f"invalid view_range {list(view_range)}: last line must be -1 or in [{first}, {n}]"
             )
-        body = numbered("\n".join(lines[first - 1 : last]), first)
+        lines, cut = await read_lines(ctx, real, info, first, last)
+        if cut:
+            last = first + len(lines) - 1
+        body = numbered("\n".join(lines), first)
         return f"Here's the result of running `cat -n` on {ctx.shown(real)} (lines {first}-{last}):\n{body}\n"
 
     @staticmethod

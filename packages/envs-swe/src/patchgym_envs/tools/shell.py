@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from patchgym_envs.tools.base import Tool, ToolError, ToolParam, ToolSpec
@@ -13,18 +14,38 @@ from patchgym_sandbox import ExecResult
 _SPLIT = re.compile(r"\|\||&&|[;|&\n()]")
 
 
+_ASSIGN = re.compile(r"\w{1,256}=")
+
+
+def _first_word(tokens: Iterator[str]) -> str | None:
+    for token in tokens:
+        if not _ASSIGN.match(token):  # skip VAR=value prefixes
+            return token.rsplit("/", 1)[-1]
+    return None
+
+
+def _lex(part: str) -> Iterator[str]:
+    lex = shlex.shlex(part, posix=True)
+    lex.whitespace_split = True
+    lex.commenters = ""
+    return iter(lex)
+
+
 def first_words(cmd: str) -> list[str]:
-    """The program name of each simple command in ``cmd`` (best effort)."""
+    """The program name of each simple command in ``cmd`` (best effort).
+
+    Linear in ``len(cmd)``: tokens are read lazily and only up to each command's first
+    word (unbalanced quotes fall back to splitting on whitespace).
+    """
     words = []
     for part in _SPLIT.split(cmd):
-        try:
-            tokens = shlex.split(part)
+        plain = "'" not in part and '"' not in part and "\\" not in part
+        try:  # nothing to unquote: C-speed split
+            word = _first_word(iter(part.split()) if plain else _lex(part))
         except ValueError:
-            tokens = part.split()
-        while tokens and re.match(r"^\w+=", tokens[0]):  # VAR=value prefixes
-            tokens.pop(0)
-        if tokens:
-            words.append(tokens[0].rsplit("/", 1)[-1])
+            word = _first_word(iter(part.split()))
+        if word:
+            words.append(word)
     return words
 
 

@@ -1,0 +1,272 @@
+"""TRL's ``rollout_func`` for SWE tasks: one graded :class:`SWEEnv` episode per sample.
+
+TRL calls ``rollout(prompts, trainer)`` once per generation batch, with each dataset
+prompt already repeated ``num_generations`` times (one entry per sample), and expects
+``prompt_ids``, ``completion_ids`` and ``logprobs`` per sample; any other key is handed
+to the reward functions, ``env_mask`` marks the completion tokens the model wrote (1)
+apart from the environment's observation tokens (0). Per sample:
+
+1. the task is the one whose prompt (scaffold system prompt + problem statement, as the
+   agent renders it) this entry is; the sandbox is created by the environment;
+2. each turn the trainer's own model generates from the running token ids (sampled,
+   ``max_new_tokens_per_turn``), the decoded text is the agent's action, the
+   observation is appended as chat-template tokens with mask 0;
+3. the reward is the environment's verdict on the final repository state (the hidden
+   tests graded in the sandbox); an infrastructure failure gives ``env_reward=None``
+   (TRL then gives the sample no advantage) and an all-zero mask.
+
+Smoke-test device, never for real training: with ``force_gold`` > 0 the first
+``force_gold`` samples of each group take their actions from
+:class:`patchgym_agents.GoldPatchPolicy` instead of the model (the gold patch applied
+through the scaffold's tools, those tokens masked 1), so a random model's group still
+holds a resolved episode and the group advantage is non-zero.
+
+Episodes run on one private event loop (:class:`patchgym_envs.looprunner.LoopRunner`);
+generation runs in a worker thread; nothing here calls ``asyncio.run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from patchgym_agents import EpisodeContext, GoldPatchPolicy, make_agent
+from patchgym_envs import SWEEnv, Task
+from patchgym_envs.looprunner import LoopRunner
+from patchgym_sandbox import InfraError, SandboxClosed
+
+
+class RolloutSettings(BaseModel):
+    """What one episode may spend (from ``train.*`` and ``env.*``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scaffold: str
+    max_turns: int
+    max_new_tokens_per_turn: int
+    max_completion_tokens: int
+    temperature: float = 1.0
+    force_gold: int = 0
+    num_generations: int = 1
+
+
+class Episode(BaseModel):
+    """One sample as TRL needs it, plus what the env said about it."""
+
+    task_id: str
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    env_mask: list[int]
+    reward: float | None
+    resolved: bool
+    forced_gold: bool
+    turns: int
+    stop: str
+    infra_error: str | None = None
+
+
+def prompt_messages(task: Task, scaffold: str) -> list[dict[str, Any]]:
+    """The conversation an episode starts from (what the agent renders for the task)."""
+    agent = make_agent(scaffold, tool_format="text", workdir=task.workdir)
+    agent.update_from_env(task.problem_statement, 0.0, False, {"task_id": task.id})
+    return [dict(m) for m in agent.messages]
+
+
+def prompt_key(prompt: Any) -> str:
+    """The lookup key of a dataset prompt: its last user message (the task statement)."""
+    if isinstance(prompt, str):
+        return prompt
+    users = [m["content"] for m in prompt if m.get("role") == "user"]
+    return str(users[-1] if users else prompt[-1]["content"])
+
+
+class EpisodeRollout:
+    """The ``rollout_func`` handed to ``GRPOTrainer`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        *,
+        env_args: Mapping[str, Any],
+        settings: RolloutSettings,
+        tokenizer: Any,
+    ) -> None:
+        self.settings = settings
+        self.env_args = dict(env_args)
+        self.tokenizer = tokenizer
+        self.tasks = {prompt_key(prompt_messages(t, settings.scaffold)): t for t in tasks}
+        self.episodes: list[Episode] = []
+        """Every episode of the run, in order (read after training for the summary)."""
+        self._runner = LoopRunner("patchgym-trl-rollout")
+        self._calls = 0
+
+    def close(self) -> None:
+        self._runner.stop()
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        from trl.models import unwrap_model_for_generation
+
+        self._calls += 1
+        with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
+            was_training = model.training
+            model.eval()
+            try:
+                episodes = self._runner.run(self._run_all(prompts, model))
+            finally:
+                model.train(was_training)
+        self.episodes += episodes
+        return {
+            "prompt_ids": [e.prompt_ids for e in episodes],
+            "completion_ids": [e.completion_ids for e in episodes],
+            "logprobs": None,
+            "env_mask": [e.env_mask for e in episodes],
+            "env_reward": [e.reward for e in episodes],
+            "resolved": [e.resolved for e in episodes],
+            "forced_gold": [e.forced_gold for e in episodes],
+        }
+
+    async def _run_all(self, prompts: list[Any], model: Any) -> list[Episode]:
+        seen: dict[str, int] = {}
+        out: list[Episode] = []
+        for i, prompt in enumerate(prompts):
+            key = prompt_key(prompt)
+            task = self.tasks.get(key)
+            if task is None:
+                raise KeyError(
+                    f"rollout prompt {i} is not one of the dataset's tasks: {key[:80]!r}"
+                )
+            rank = seen.get(key, 0)
+            seen[key] = rank + 1
+            forced = rank % self.settings.num_generations < self.settings.force_gold
+            out.append(await self._episode(task, model, f"trl{self._calls}-{i}", forced))
+        return out
+
+    async def _episode(self, task: Task, model: Any, idx: str, forced: bool) -> Episode:
+        s, tok = self.settings, self.tokenizer
+        env = SWEEnv(task, idx=idx, **{**self.env_args, "scaffold": s.scaffold})
+        agent = make_agent(s.scaffold, tool_format="text", workdir=task.workdir)
+        gold = GoldPatchPolicy() if forced else None
+        ctx = EpisodeContext(task=task, scaffold=agent.scaffold, tool_format="text")
+        prompt_ids: list[int] = []
+        ids: list[int] = []
+        mask: list[int] = []
+        reward: float | None = 0.0
+        resolved, turns, stop, infra = False, 0, "max_turns", None
+        try:
+            obs, info = await env.areset()
+            agent.update_from_env(obs, 0.0, False, info)
+            prompt_ids = self._encode(self._render(agent.messages, True))
+            done = False
+            while not done and turns < s.max_turns:
+                budget = s.max_completion_tokens - len(ids)
+                if budget <= 0:
+                    stop = "max_completion_tokens"
+                    break
+                new = await self._act(gold, ctx, agent.messages, model, prompt_ids + ids, budget)
+                new = new[:budget]
+                ids, mask, turns = ids + new, mask + [1] * len(new), turns + 1
+                before = [dict(m) for m in agent.messages]
+                action = agent.update_from_model(tok.decode(new, skip_special_tokens=True))
+                obs, reward, done, info = await env.astep(action)
+                agent.update_from_env(obs, reward, done, info)
+                if done:
+                    stop = str(info.get("done_reason", "done"))
+                    break
+                context = self._context_tokens(
+                    before, agent.messages, ended=new[-1:] == [tok.eos_token_id]
+                )
+                context = context[: max(0, s.max_completion_tokens - len(ids))]
+                ids, mask = ids + context, mask + [0] * len(context)
+            if not env.done:
+                reward = await env.acompute_final_reward()
+                info = {"verdict": env.verdict.model_dump(mode="json")} if env.verdict else {}
+            resolved = bool(info.get("resolved", (info.get("verdict") or {}).get("resolved")))
+            if info.get("infra_error"):
+                infra = str(info["infra_error"])
+        except (InfraError, SandboxClosed) as exc:
+            infra = f"{type(exc).__name__}: {exc}"
+        finally:
+            await env.aclose()
+        if infra is not None:
+            reward, resolved, mask = None, False, [0] * len(ids)
+        if not ids:  # TRL needs one completion token per sample
+            ids, mask = [tok.eos_token_id], [0]
+        return Episode(
+            task_id=task.id,
+            prompt_ids=prompt_ids,
+            completion_ids=ids,
+            env_mask=mask,
+            reward=None if reward is None else float(reward),
+            resolved=resolved,
+            forced_gold=forced,
+            turns=turns,
+            stop=stop,
+            infra_error=infra,
+        )
+
+    async def _act(
+        self,
+        gold: GoldPatchPolicy | None,
+        ctx: EpisodeContext,
+        messages: list[dict[str, Any]],
+        model: Any,
+        context: list[int],
+        budget: int,
+    ) -> list[int]:
+        """The next assistant turn's tokens: the gold policy's action, else the model's sample."""
+        if gold is not None:
+            reply = await gold.generate(messages, tools=None, episode=ctx)
+            return [*self._encode(reply.content), self.tokenizer.eos_token_id]
+        n = min(budget, self.settings.max_new_tokens_per_turn)
+        return await asyncio.to_thread(self._generate, model, context, n)
+
+    # -- tokens ------------------------------------------------------------------------
+    def _render(self, messages: list[dict[str, Any]], generation_prompt: bool) -> str:
+        msgs = [{"role": m["role"], "content": m.get("content") or ""} for m in messages]
+        text = self.tokenizer.apply_chat_template(
+            msgs, add_generation_prompt=generation_prompt, tokenize=False
+        )
+        return str(text)
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _context_tokens(
+        self, before: list[dict[str, Any]], after: list[dict[str, Any]], *, ended: bool
+    ) -> list[int]:
+        """Template tokens of the messages added since ``before`` (observation + next turn's header).
+
+        ``before`` ends with the assistant turn just generated; its rendering ends with the
+        end-of-turn token plus whatever the template writes after it, which the model did
+        not generate (it stopped at the end-of-turn token), so that tail comes first.
+        """
+        old = self._render(before, False)
+        new = self._render(after, True)
+        if not new.startswith(old):  # the history elided something: render the new turns alone
+            return self._encode(self._render(after[len(before) :], True))
+        eos = str(self.tokenizer.eos_token)
+        tail = old[old.rfind(eos) + len(eos) :] if ended and eos in old else ""
+        return self._encode(tail + new[len(old) :])
+
+    def _generate(self, model: Any, context: list[int], max_new_tokens: int) -> list[int]:
+        import torch
+
+        tok = self.tokenizer
+        inp = torch.tensor([context], device=model.device)
+        with torch.no_grad():
+            out = model.generate(
+                inp,
+                attention_mask=torch.ones_like(inp),
+                max_new_tokens=max_new_tokens,
+                do_sample=True,
+                temperature=self.settings.temperature,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=tok.eos_token_id,
+            )
+        new = [int(t) for t in out[0, len(context) :].tolist()]
+        if tok.eos_token_id in new:
+            new = new[: new.index(tok.eos_token_id) + 1]
+        return new

@@ -1,0 +1,122 @@
+"""engine=trl pieces without a training run (nox -s train_cpu runs the real step).
+
+The config maps onto TRL's ``GRPOConfig``; the rollout's token layout matches the chat
+template; a gold-forced episode is graded in a real local sandbox and leaves none behind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import require
+
+from patchgym_envs import bundled_tasks
+from patchgym_trainer.compose import compose
+
+pytestmark = [require("trl", "cpu"), require("torch", "cpu")]
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    from patchgym_trainer.tiny_model import train_tokenizer
+
+    return train_tokenizer()
+
+
+def _rollout(tokenizer: Any, tmp_path: Path, **settings: Any) -> Any:
+    from patchgym_trainer.trl_engine.rollout import EpisodeRollout, RolloutSettings
+
+    base = {
+        "scaffold": "r2egym",
+        "max_turns": 8,
+        "max_new_tokens_per_turn": 16,
+        "max_completion_tokens": 4096,
+        "num_generations": 2,
+        "force_gold": 1,
+    }
+    env_args = {"sandbox": {"type": "local", "state_dir": str(tmp_path / "sb")}, "run_id": "t"}
+    return EpisodeRollout(
+        bundled_tasks()[:1],
+        env_args=env_args,
+        settings=RolloutSettings(**{**base, **settings}),
+        tokenizer=tokenizer,
+    )
+
+
+def test_cpu_smoke_preset_maps_onto_grpo_config(tmp_path: Path) -> None:
+    from patchgym_trainer.trl_engine.launch import grpo_args
+
+    cfg = compose(["preset=cpu_smoke", "model.path=/models/tiny"])
+    assert cfg.train.engine == "trl" and cfg.train.force_gold_samples == 1
+    args = grpo_args(cfg, tmp_path)
+    assert args.num_generations == cfg.train.rollout_n == 2
+    assert args.per_device_train_batch_size == cfg.train.train_batch_size * cfg.train.rollout_n
+    assert args.max_steps == cfg.train.total_training_steps == 1
+    assert args.beta == 0.0  # algorithm.use_kl_loss=false: no reference model
+    assert args.learning_rate == cfg.algorithm.lr
+
+
+def test_observation_tokens_follow_the_chat_template(tokenizer: Any, tmp_path: Path) -> None:
+    """prompt + assistant tokens + context tokens == the template over the whole conversation."""
+    r = _rollout(tokenizer, tmp_path)
+    try:
+        before = [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": "<function=finish>"},
+        ]
+        after = [*before, {"role": "user", "content": "ERROR: no such tool"}]
+        prompt = r._encode(r._render(before[:2], True))
+        reply = [*r._encode("<function=finish>"), tokenizer.eos_token_id]
+        ctx = r._context_tokens(before, after, ended=True)
+        assert tokenizer.decode(prompt + reply + ctx) == r._render(after, True)
+    finally:
+        r.close()
+
+
+def test_gold_forced_episode_is_graded_in_a_real_sandbox(tokenizer: Any, tmp_path: Path) -> None:
+    r = _rollout(tokenizer, tmp_path)
+    try:
+        task = bundled_tasks()[0]
+        ep = r._runner.run(r._episode(task, None, "gold-0", forced=True))
+    finally:
+        r.close()
+    assert ep.infra_error is None and ep.forced_gold
+    assert ep.reward == 1.0 and ep.resolved, ep
+    assert len(ep.env_mask) == len(ep.completion_ids)
+    assert 1 in ep.env_mask and 0 in ep.env_mask  # actions and observations both present
+    assert "<function=" in tokenizer.decode(ep.completion_ids)
+    assert not list((tmp_path / "sb").glob("*/record.json"))  # the sandbox was closed
+
+
+def test_unknown_prompt_is_an_error_naming_it(tokenizer: Any, tmp_path: Path) -> None:
+    r = _rollout(tokenizer, tmp_path)
+    try:
+        with pytest.raises(KeyError, match="not one of the dataset's tasks"):
+            r._runner.run(r._run_all([[{"role": "user", "content": "who am I"}]], None))
+    finally:
+        r.close()
+
+
+@require("verl", "cpu")
+def test_cpu_platform_keeps_trainer_device_cpu() -> None:
+    """The platform module verl loads through VERL_USE_EXTERNAL_MODULES (README: the walls)."""
+    from omegaconf import OmegaConf
+    from verl.plugin.platform import platform_manager as pm
+    from verl.utils.device import auto_set_device
+
+    from patchgym_trainer.verl_engine.cpu_platform import PlatformCPU
+
+    assert pm.PlatformRegistry.get("cpu") is PlatformCPU
+    saved = pm._current_platform
+    try:
+        pm._current_platform = PlatformCPU()
+        cfg = OmegaConf.create({"trainer": {"device": "cpu"}})
+        auto_set_device(cfg)
+        assert cfg.trainer.device == "cpu"
+        assert pm._current_platform.communication_backend_name() == "gloo"
+        assert not pm._current_platform.is_ipc_supported()
+    finally:
+        pm._current_platform = saved
