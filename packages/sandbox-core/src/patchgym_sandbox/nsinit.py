@@ -107,7 +107,10 @@ def _take_tty():
     apply_limits()
 
 
-class InitServer(SERVE["Server"]):  # type: ignore[misc]
+_Server = SERVE["Server"]  # type: Any
+
+
+class InitServer(_Server):  # type: ignore[misc]
     """The shared server loop plus shells on a pty."""
 
     def __init__(self):
