@@ -4,9 +4,12 @@
     python bench/sandbox_exec.py --n 300 --files 10000
 
 Prints exec(`true`) p50/p95 for raw ``subprocess.run(["bash","-c","true"])``, our local
-backend, mini-swe-agent's LocalEnvironment and SWE-ReX's LocalRuntime, and create → exec →
-close p50 on a 10,000-file template with overlayfs vs a plain copy, with ratios.
-Targets (issue 2): local exec <= 1.3x raw; overlay create+close <= 50 ms p50.
+backend isolated (the default: bubblewrap namespaces, exec through the in-sandbox server)
+and with ``isolation: none``, mini-swe-agent's LocalEnvironment and SWE-ReX's
+LocalRuntime, and create → exec → close p50 on a 10,000-file template (isolated overlay,
+unisolated overlay, plain copy), with ratios.
+Targets: isolated exec <= 1.5x raw (issue 12), unisolated <= 1.3x (issue 2); isolated
+overlay create+close <= 60 ms p50.
 """
 
 from __future__ import annotations
@@ -77,7 +80,10 @@ async def exec_rows(n: int, work: Path) -> list[tuple[str, list[float] | None]]:
     calls.append(("raw subprocess.run(bash -c true)", raw))
     backend = create_backend({"type": "local", "state_dir": str(work / "state")})
     sb = await backend.sandbox(SandboxSpec()).start()
-    calls.append(("patchgym local exec('true')", lambda: sb.exec("true")))
+    calls.append(("patchgym local exec('true'), isolated", lambda: sb.exec("true")))
+    bare = create_backend({"type": "local", "state_dir": str(work / "bare"), "isolation": "none"})
+    sb_bare = await bare.sandbox(SandboxSpec()).start()
+    calls.append(("patchgym local exec('true'), isolation none", lambda: sb_bare.exec("true")))
     try:
         from minisweagent.environments.local import LocalEnvironment  # type: ignore[import-not-found]
 
@@ -107,13 +113,16 @@ async def exec_rows(n: int, work: Path) -> list[tuple[str, list[float] | None]]:
             await fn()
             if i >= 20:  # warm-up rounds
                 times[name].append(time.perf_counter() - t)
-    await sb.close()
-    await backend.aclose()
+    for box, b in ((sb, backend), (sb_bare, bare)):
+        await box.close()
+        await b.aclose()
     return [(name, times.get(name)) for name, _ in calls]
 
 
-async def lifecycle(mode: str, template: Path, state: Path, n: int) -> list[float]:
-    backend = create_backend({"type": "local", "state_dir": str(state), "copy_mode": mode})
+async def lifecycle(mode: str, isolation: str, template: Path, state: Path, n: int) -> list[float]:
+    backend = create_backend(
+        {"type": "local", "state_dir": str(state), "copy_mode": mode, "isolation": isolation}
+    )
 
     async def once() -> None:
         async with backend.sandbox(SandboxSpec(template=str(template))) as sb:
@@ -158,12 +167,19 @@ async def main() -> None:
     for col in ("working copy", "p50 ms", "p95 ms", "ratio vs copy"):
         t2.add_column(col, justify="right" if col != "working copy" else "left")
     results = {}
-    for mode in ("overlay", "copy"):
+    for mode, isolation, n in (
+        ("overlay", "bwrap", args.lifecycles),
+        ("overlay", "none", args.lifecycles),
+        ("copy", "none", min(args.lifecycles, 5)),
+    ):
+        name = f"{mode}, isolation {isolation}"
         try:
-            results[mode] = await lifecycle(mode, template, work / f"state-{mode}", args.lifecycles)
-        except Exception as exc:  # overlay needs root
-            console.print(f"[yellow]{mode}: unavailable ({exc})[/]")
-    copy_p50 = pct(results["copy"], 0.5) if "copy" in results else float("nan")
+            results[name] = await lifecycle(
+                mode, isolation, template, work / f"state-{mode}-{isolation}", n
+            )
+        except Exception as exc:  # overlay needs root, bwrap needs namespaces
+            console.print(f"[yellow]{name}: unavailable ({exc})[/]")
+    copy_p50 = pct(results["copy, isolation none"], 0.5) if len(results) == 3 else float("nan")
     for mode, xs in results.items():
         t2.add_row(
             mode, f"{pct(xs, 0.5):.1f}", f"{pct(xs, 0.95):.1f}", f"{pct(xs, 0.5) / copy_p50:.3f}x"

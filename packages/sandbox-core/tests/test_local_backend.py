@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -10,11 +13,14 @@ import pytest
 from patchgym_sandbox import (
     ConfigError,
     IsolationUnavailable,
+    LimitUnavailable,
     SandboxSpec,
     SyncBackend,
     create_backend,
+    load_config,
 )
 from patchgym_sandbox.local.backend import LocalSandbox
+from patchgym_sandbox.testing.security import host_processes_with
 
 
 @pytest.fixture
@@ -59,7 +65,8 @@ async def test_isolation_hides_the_host_and_the_network(tmp_path: Path, template
         assert (await sb.exec("pwd")).stdout == "/testbed\n"
         assert (await sb.exec("touch /etc/pg-should-fail")).exit_code != 0
         assert (await sb.exec("touch /testbed/ok /tmp/ok")).exit_code == 0
-        assert (await sb.exec("cat /proc/1/comm")).stdout.strip() == "bwrap"  # own PID namespace
+        assert (await sb.exec("cat /proc/1/comm")).stdout.strip().startswith("python")  # server
+        assert not (await sb.exec(f"test -e /proc/{os.getpid()}/environ")).ok  # driver unseen
         net = await sb.exec(
             "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 22), 1)'"
         )
@@ -82,31 +89,79 @@ async def test_isolation_unavailable_is_reported(
         isolation.bwrap_path.cache_clear()
 
 
-async def test_memory_limit(tmp_path: Path) -> None:
+async def test_memory_limit_holds_for_root(tmp_path: Path) -> None:
     backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
+    spec = SandboxSpec(resources={"memory_mb": 200})  # type: ignore[arg-type]
+    async with backend.sandbox(spec) as sb:
+        r = await sb.exec(
+            "python3 -c 'x = bytearray(600 * 1024 * 1024); x[::4096] = b\"1\" * len(x[::4096])'"
+        )
+        assert r.exit_code != 0
+        assert (await sb.exec("python3 -c 'x = bytearray(20 * 1024 * 1024)'")).ok
+
+
+async def test_unisolated_memory_limit_is_an_rlimit(tmp_path: Path) -> None:
+    backend = create_backend(
+        {"type": "local", "state_dir": str(tmp_path / "s"), "isolation": "none"}
+    )
     spec = SandboxSpec(resources={"memory_mb": 200})  # type: ignore[arg-type]
     async with backend.sandbox(spec) as sb:
         r = await sb.exec("python3 -c 'x = bytearray(600 * 1024 * 1024)'")
         assert r.exit_code != 0 and "MemoryError" in r.stderr
-        assert (await sb.exec("python3 -c 'x = bytearray(20 * 1024 * 1024)'")).ok
+
+
+async def test_isolation_none_warns_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from patchgym_sandbox.local import backend as local_backend
+
+    local_backend._warned_unisolated = False
+    with caplog.at_level(logging.WARNING, "patchgym.sandbox.local"):
+        for _ in range(2):
+            create_backend({"type": "local", "state_dir": str(tmp_path), "isolation": "none"})
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "NO SECURITY BOUNDARY" in caplog.records[0].message
+    assert load_config({"type": "local"}).isolation == "bwrap"  # type: ignore[attr-defined]
+
+
+async def test_unenforceable_limit_fails_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from patchgym_sandbox.local import cgroups
+
+    monkeypatch.setattr(cgroups, "_own", lambda controller: None)
+    backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
+    spec = SandboxSpec(resources={"pids": 10})  # type: ignore[arg-type]
+    with pytest.raises(LimitUnavailable, match="pids"):
+        await backend.sandbox(spec).start()
+    assert not list((tmp_path / "s").glob("pg-*"))
+
+
+async def test_background_processes_live_between_execs_and_die_at_close(
+    tmp_path: Path, template: Path
+) -> None:
+    marker = "pgbg" + uuid.uuid4().hex[:10]
+    backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
+    async with backend.sandbox(SandboxSpec(template=str(template))) as sb:
+        async with sb.session() as sh:
+            await sh.run(f"(exec -a {marker} sleep 300) > /dev/null 2>&1 &")
+        r = await sb.exec(f"cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c {marker}")
+        assert r.stdout.strip() != "0"  # the session's job is visible to a later exec
+        assert host_processes_with(marker)
+    assert not host_processes_with(marker)
 
 
 async def test_reap_removes_a_crashed_sandbox_and_its_processes(
     tmp_path: Path, template: Path
 ) -> None:
+    marker = "pgreap" + uuid.uuid4().hex[:10]
     backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
     sb = backend.sandbox(SandboxSpec(template=str(template), run_id="crash"))
     async with sb.session() as sh:
-        await sh.run("sleep 300 > /dev/null 2>&1 & echo $! > pid")
-        pid = int((await sb.read_text("pid")).strip())
+        await sh.run(f"env -i setsid bash -c 'exec -a {marker} sleep 300' > /dev/null 2>&1 &")
+        await asyncio.sleep(0.3)
+        assert host_processes_with(marker)
         assert await backend.reap({"patchgym.run-id": "crash"}, expired=False)
         await asyncio.sleep(0.2)
-        state = (
-            Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0]
-            if Path(f"/proc/{pid}").exists()
-            else "gone"
-        )
-        assert state in ("Z", "gone")
+        assert not host_processes_with(marker)
     await sb.close()
     assert not list((tmp_path / "s").glob("pg-*"))
 

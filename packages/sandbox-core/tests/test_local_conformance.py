@@ -1,4 +1,5 @@
-"""The local backend against the whole conformance suite, in both working-copy modes."""
+"""The local backend against the whole conformance suite: isolated (default) in both
+working-copy modes, and with the explicit ``isolation: none`` opt-out."""
 
 from __future__ import annotations
 
@@ -36,9 +37,9 @@ class TestLocalCopy(TestLocalOverlay):
         return {"type": "local", "state_dir": str(tmp_path / "state"), "copy_mode": "copy"}
 
 
-class TestLocalIsolated(TestLocalOverlay):
-    """bubblewrap: only the working copy and /tmp writable, no network, own PID namespace."""
+class TestLocalUnisolated(TestLocalOverlay):
+    """``isolation: none`` (the explicit opt-out) keeps the same behaviour, without a boundary."""
 
     @pytest.fixture
     def backend_config(self, tmp_path: Path) -> dict[str, Any]:
-        return {"type": "local", "state_dir": str(tmp_path / "state"), "isolation": True}
+        return {"type": "local", "state_dir": str(tmp_path / "state"), "isolation": "none"}

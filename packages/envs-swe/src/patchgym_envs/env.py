@@ -35,7 +35,13 @@ from patchgym_envs.converters import ConvertOptions, convert_row
 from patchgym_envs.evaluate import evaluate_patch
 from patchgym_envs.grading import Verdict
 from patchgym_envs.looprunner import LoopRunner
-from patchgym_envs.sandboxes import current_patch, ensure_alive, run_setup, spec_for
+from patchgym_envs.sandboxes import (
+    DEFAULT_RESOURCES,
+    current_patch,
+    ensure_alive,
+    run_setup,
+    spec_for,
+)
 from patchgym_envs.task import Task
 from patchgym_envs.tools import (
     ActionParseError,
@@ -54,6 +60,7 @@ from patchgym_envs.tools.markup import (
 )
 from patchgym_sandbox import (
     InfraError,
+    Resources,
     Sandbox,
     SandboxBackend,
     SandboxClosed,
@@ -85,6 +92,9 @@ class EnvConfig(BaseModel):
     """Interpreter whose folder goes first on PATH in local sandboxes (default: ``sys.executable``)."""
     run_id: str | None = None
     lease_s: float | None = None
+    resources: Resources = Field(default_factory=lambda: DEFAULT_RESOURCES.model_copy())
+    """Limits of each episode's sandbox (default ``sandboxes.DEFAULT_RESOURCES``: 4 GiB
+    memory, 1,024 processes, 4 GiB disk); a backend that cannot enforce one fails at start."""
     setup_timeout_s: float = Field(default=600.0, gt=0)
     max_action_bytes: int = Field(default=MAX_ACTION_BYTES, ge=1024)
     """Largest action accepted (text, or a tool call's names and values); larger is an
@@ -352,6 +362,7 @@ class SWEEnv:
             run_id=self.config.run_id,
             rollout_id=f"{self.task.id}-{self._idx}" if self._idx is not None else None,
             lease_s=self.config.lease_s,
+            resources=self.config.resources,
         )
         sandbox = backend.sandbox(spec)
         self._sandbox = sandbox

@@ -15,7 +15,12 @@ from collections.abc import Mapping
 from patchgym_envs.bundled import TEMPLATE_PREFIX, resolve_template
 from patchgym_envs.errors import SetupFailed
 from patchgym_envs.task import Task
-from patchgym_sandbox import Sandbox, SandboxBackend, SandboxLost, SandboxSpec
+from patchgym_sandbox import Resources, Sandbox, SandboxBackend, SandboxLost, SandboxSpec
+
+DEFAULT_RESOURCES = Resources(memory_mb=4096, pids=1024, disk_mb=4096)
+"""What an episode's sandbox may use unless the env config says otherwise: 4 GiB of
+memory, 1,024 processes, 4 GiB written on top of the repository (on the local backend the
+disk is a tmpfs, so written bytes also count as memory)."""
 
 DIFF_EXCLUDES = ("':(exclude,glob)**/__pycache__/**'", "':(exclude,glob)**/*.pyc'")
 
@@ -41,6 +46,7 @@ def spec_for(
     run_id: str | None = None,
     rollout_id: str | None = None,
     lease_s: float | None = None,
+    resources: Resources | None = None,
 ) -> SandboxSpec:
     env = dict(task.env)
     if backend.name == "local":
@@ -57,6 +63,7 @@ def spec_for(
         "labels": dict(labels or {}),
         "run_id": run_id,
         "rollout_id": rollout_id,
+        "resources": resources if resources is not None else DEFAULT_RESOURCES,
         "mounts": local_mounts(task) if backend.name == "local" else [],
     }
     if lease_s is not None:

@@ -58,6 +58,10 @@ class IsolationUnavailable(SandboxError, RuntimeError):
     """Isolation was requested but this machine cannot provide it."""
 
 
+class LimitUnavailable(IsolationUnavailable):
+    """A requested resource limit cannot be enforced on this machine (names the fix)."""
+
+
 class PathOutsideSandbox(SandboxError, PermissionError):
     """A file path resolves outside the sandbox root."""
 

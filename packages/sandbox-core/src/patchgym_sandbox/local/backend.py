@@ -1,35 +1,66 @@
-"""The ``local`` backend: a copy-on-write working copy and process groups on this machine."""
+"""The ``local`` backend: a copy-on-write working copy, run inside its own namespaces.
+
+With ``isolation: bwrap`` (the default) each sandbox is one bubblewrap namespace set on a
+minimal root whose PID 1 is the exec server (:mod:`patchgym_sandbox.serve` extended by
+:mod:`patchgym_sandbox.nsinit`); every
+command and shell runs through it, limits are cgroups and a size-limited tmpfs, and
+``close()`` kills the namespace's init, which ends everything in it. With
+``isolation: none`` commands are plain processes of this machine (no boundary).
+Driver-side file operations go through :mod:`patchgym_sandbox.beneath` in both modes.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import io
+import logging
 import os
 import posixpath
-import tarfile
+import shutil
+import sys
 import threading
+import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
+from patchgym_sandbox import beneath
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import SandboxBackend, SandboxInfo
-from patchgym_sandbox.errors import ConfigError, SandboxFileNotFound, SandboxLost
-from patchgym_sandbox.local import records, workcopy
+from patchgym_sandbox.errors import ConfigError, SandboxLost
+from patchgym_sandbox.local import cgroups, records, workcopy
 from patchgym_sandbox.local.config import LocalConfig
-from patchgym_sandbox.local.isolation import bwrap_path, bwrap_prefix
+from patchgym_sandbox.local.isolation import (
+    bwrap_argv,
+    bwrap_path,
+    filtered_etc,
+    interpreter_paths,
+)
 from patchgym_sandbox.local.limits import preexec_for
+from patchgym_sandbox.local.server import ServerConnection, launch
 from patchgym_sandbox.local.shell import PtyChannel
 from patchgym_sandbox.output import OutputCapture
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest, Sandbox
-from patchgym_sandbox.session import ShellChannel
+from patchgym_sandbox.session import SHELL_ARGV, SHELL_ENV, ShellChannel
 from patchgym_sandbox.spec import SandboxSpec
 from patchgym_sandbox.supervisor import kill_tree, supervise
 
 SANDBOX_TOKEN = "PATCHGYM_SANDBOX"
 NOT_RUN = {"exit_code": 127, "timed_out": False, "idle_timed_out": False, "duration_s": 0.0}
+log = logging.getLogger("patchgym.sandbox.local")
+_warned_unisolated = False
+
+
+def _warn_unisolated() -> None:
+    global _warned_unisolated
+    if not _warned_unisolated:
+        _warned_unisolated = True
+        log.warning(
+            "local sandbox with isolation: none — NO SECURITY BOUNDARY: commands run as "
+            "plain processes of this machine with your privileges (they can read your keys, "
+            "reach your services and outlive close()); use isolation: bwrap for any policy"
+        )
 
 
 class LocalBackend(SandboxBackend):
@@ -41,9 +72,16 @@ class LocalBackend(SandboxBackend):
         self.config.state_dir.mkdir(parents=True, exist_ok=True)
         self._executor: ThreadPoolExecutor | None = None
         self._overlay: bool | None = None
-        self._overlay_lock = threading.Lock()
-        if config.isolation:
+        self._lock = threading.Lock()
+        self._etc: Path | None = None
+        if config.isolation == "bwrap":
             bwrap_path()
+        else:
+            _warn_unisolated()
+
+    @property
+    def isolated(self) -> bool:
+        return self.config.isolation == "bwrap"
 
     def executor(self) -> ThreadPoolExecutor:
         if self._executor is None:
@@ -52,13 +90,27 @@ class LocalBackend(SandboxBackend):
 
     def use_overlay(self) -> bool:
         """Decided once per backend (sandboxes are provisioned from many threads at once)."""
-        with self._overlay_lock:
+        with self._lock:
             if self._overlay is None:
                 mode = self.config.copy_mode
                 self._overlay = mode == "overlay" or (
                     mode == "auto" and workcopy.overlay_supported(self.config.state_dir)
                 )
             return self._overlay
+
+    def etc_dir(self) -> Path:
+        """This backend's filtered copy of /etc (built once, removed by ``aclose``)."""
+        with self._lock:
+            if self._etc is None:
+                self._etc = filtered_etc(self.config.state_dir / f"etc-{uuid.uuid4().hex[:12]}")
+            return self._etc
+
+    def readonly_paths(self) -> list[Path]:
+        cfg = self.config.readonly_paths
+        return list(cfg) if cfg is not None else interpreter_paths()
+
+    def python(self) -> str:
+        return self.config.python or os.path.realpath(sys.executable)
 
     def _make_sandbox(self, spec: SandboxSpec) -> LocalSandbox:
         return LocalSandbox(self, spec)
@@ -78,13 +130,21 @@ class LocalBackend(SandboxBackend):
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
+        if self._etc is not None:
+            shutil.rmtree(self._etc, ignore_errors=True)
+            self._etc = None
 
 
 def remove_sandbox(state_dir: Path, sandbox_id: str) -> None:
     """Kill every process of the sandbox, unmount and delete its directory."""
-    kill_tree(None, SANDBOX_TOKEN, sandbox_id)
     base = state_dir / sandbox_id
-    workcopy.unmount(base / "root")
+    rec = records.read(state_dir, sandbox_id)
+    groups = [Path(d) for d in rec.cgroups] if rec else []
+    cgroups.remove(groups)  # kills what is left inside first
+    if not groups:  # isolation none (or no pids controller): find them by token
+        kill_tree(None, SANDBOX_TOKEN, sandbox_id)
+    for m in [*(rec.mounts if rec else []), str(base / "root")]:
+        workcopy.unmount(Path(m))
     workcopy.remove_tree(base)
 
 
@@ -97,8 +157,9 @@ class LocalSandbox(Sandbox):
         self._base = backend.config.state_dir / self.id
         self._root = self._base / "root"
         self._tmp = self._base / "tmp"
-        self._isolated = backend.config.isolation
+        self._isolated = backend.isolated
         self._channels: list[ShellChannel] = []
+        self._server: ServerConnection | None = None
 
     # -- paths: inside the sandbox vs on this machine ---------------------------
     @property
@@ -118,12 +179,13 @@ class LocalSandbox(Sandbox):
     def file_roots(self) -> Sequence[str]:
         return (self.workdir, "/tmp") if self._isolated else (str(self._base),)
 
-    def _host(self, path: str) -> Path:
+    def _host(self, path: str) -> tuple[Path, str]:
+        """(a trusted directory on this machine, the path beneath it) for a sandbox path."""
         if not self._isolated:
-            return Path(path)
+            return self._base, posixpath.relpath(path, str(self._base))
         for inside, outside in ((self.workdir, self._root), ("/tmp", self._tmp)):
             if path == inside or path.startswith(inside.rstrip("/") + "/"):
-                return outside / path[len(inside) :].lstrip("/")
+                return outside, path[len(inside) :].lstrip("/")
         raise AssertionError(path)  # resolve() already refused it
 
     # -- lifecycle ---------------------------------------------------------------
@@ -138,27 +200,68 @@ class LocalSandbox(Sandbox):
     def _provision(self, template: Path | None) -> None:
         state_dir = self._backend.config.state_dir
         self._base.mkdir(parents=True)
-        for d in ("tmp", "home"):
-            (self._base / d).mkdir()
         rec = records.Record(id=self.id, root=str(self._root), labels=self.spec.all_labels(self.id))
         records.write(state_dir, rec)
-        if template is None:
-            self._root.mkdir()
-        elif self._backend.use_overlay():
-            for d in ("root", "upper", "ovl-work"):
-                (self._base / d).mkdir()
-            workcopy.mount_overlay(
-                template, self._base / "upper", self._base / "ovl-work", self._root
-            )
-            rec.mounted = True
+        disk_mb = self.spec.resources.disk_mb if self._isolated else None
+        space = self._base
+        if disk_mb:
+            space = self._base / "disk"
+            space.mkdir()
+            workcopy.mount_tmpfs(space, disk_mb)
+            rec.mounts.append(str(space))
             records.write(state_dir, rec)
+            self._tmp = space / "tmp"
+        for d in (self._tmp, self._base / "home"):
+            d.mkdir()
+        if template is not None and self._backend.use_overlay():
+            upper, work = space / "upper", space / "ovl-work"
+            for d in (self._root, upper, work):
+                d.mkdir()
+            workcopy.mount_overlay(template, upper, work, self._root)
+            rec.mounted = True
+            rec.mounts.insert(0, str(self._root))
         else:
-            workcopy.copy_tree(template, self._root)
+            self._root = space / "root"
+            rec.root = str(self._root)
+            if template is None:
+                self._root.mkdir()
+            else:
+                workcopy.copy_tree(template, self._root)
+        records.write(state_dir, rec)
+        if self._isolated:
+            groups = cgroups.create(self.id, self.spec.resources)
+            rec.cgroups = [str(g) for g in groups]
+            records.write(state_dir, rec)
+            self._server = self._launch(groups)
+
+    def _launch(self, groups: list[Path]) -> ServerConnection:
+        res = self.spec.resources
+        argv_for = partial(
+            bwrap_argv,
+            etc=self._backend.etc_dir(),
+            readonly=self._backend.readonly_paths(),
+            root=self._root,
+            workdir=self.workdir,
+            tmp=self._tmp,
+            network=self.spec.network,
+            mounts=tuple(self.spec.mounts),
+        )
+        return launch(
+            lambda info, block: argv_for(info_fd=info, block_fd=block),
+            python=self._backend.python(),
+            env=self._env({}),
+            rlimits={"RLIMIT_CPU": res.cpu_time_s} if res.cpu_time_s else {},
+            on_init=lambda pid: cgroups.add(groups, pid),
+            sandbox_id=self.id,
+            log=self._base / "bwrap.log",
+        )
 
     async def _close(self) -> None:
         for chan in self._channels:
             await chan.close()
         self._channels.clear()
+        if self._server is not None:
+            await asyncio.to_thread(self._server.kill)
         await asyncio.to_thread(remove_sandbox, self._backend.config.state_dir, self.id)
 
     async def _renew(self, lease_s: float) -> None:
@@ -181,19 +284,6 @@ class LocalSandbox(Sandbox):
         env.update(extra)
         return env
 
-    def _prefix(self, cwd: str, *, new_session: bool) -> list[str]:
-        if not self._isolated:
-            return []
-        return bwrap_prefix(
-            root=self._root,
-            workdir=self.workdir,
-            tmp=self._tmp,
-            cwd=cwd,
-            network=self.spec.network,
-            new_session=new_session,
-            mounts=tuple(self.spec.mounts),
-        )
-
     def _check_alive(self) -> None:
         if not self._base.is_dir():
             raise SandboxLost(f"local sandbox {self.id} was removed from outside (reaped?)")
@@ -202,9 +292,10 @@ class LocalSandbox(Sandbox):
         self._check_alive()
         if req.user is not None:
             raise ConfigError("the local backend cannot switch users; leave `user` unset")
+        if self._server is not None:
+            return await self._server.run(req)
         capture = OutputCapture(req.max_output_bytes)
-        cwd = req.cwd if not self._isolated else str(self._root)
-        if not Path(self._host(req.cwd)).is_dir():
+        if not await asyncio.to_thread(beneath.is_dir, *self._host(req.cwd)):
             msg = f"patchgym: working directory {req.cwd} does not exist\n".encode()
             capture.feed(2, msg)
             return capture.result(NOT_RUN)
@@ -212,65 +303,40 @@ class LocalSandbox(Sandbox):
             supervise,
             req.cmd,
             capture.feed,
-            cwd=cwd,
+            cwd=req.cwd,
             env=self._env(req.env),
             timeout=req.timeout,
             idle_timeout=req.idle_timeout,
             stdin=req.stdin,
             preexec_fn=preexec_for(self.spec.resources),
-            argv_prefix=tuple(self._prefix(req.cwd, new_session=True)),
         )
         status = await asyncio.get_running_loop().run_in_executor(self._backend.executor(), run)
         return capture.result(status)
 
     async def _open_shell(self, cwd: str, env: Mapping[str, str]) -> ShellChannel:
         self._check_alive()
-        host_cwd = str(self._root) if self._isolated else cwd
-        chan = await PtyChannel.spawn(
-            host_cwd, self._env(env), self._prefix(cwd, new_session=False)
-        )
+        if self._server is not None:
+            chan = await self._server.open_shell(SHELL_ARGV, cwd, {**self._env(env), **SHELL_ENV})
+        else:
+            chan = await PtyChannel.spawn(cwd, self._env(env))
         self._channels.append(chan)
         return chan
 
-    # -- files ---------------------------------------------------------------------
+    # -- files: resolved beneath the sandbox's directories, never through its links ------
     async def _write_file(self, path: str, data: bytes, mode: int) -> None:
         self._check_alive()
-
-        def write() -> None:
-            target = self._host(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            target.chmod(mode)
-
-        await asyncio.to_thread(write)
+        await asyncio.to_thread(beneath.write_file, *self._host(path), data, mode)
 
     async def _read_file(self, path: str) -> bytes:
         self._check_alive()
-        target = self._host(path)
-        try:
-            return await asyncio.to_thread(target.read_bytes)
-        except (FileNotFoundError, IsADirectoryError) as exc:
-            raise SandboxFileNotFound(f"no file {path!r} in sandbox {self.id}") from exc
+        return await asyncio.to_thread(beneath.read_file, *self._host(path))
 
     async def _put_archive(self, dest_dir: str, data: bytes) -> None:
         self._check_alive()
-
-        def extract() -> None:
-            target = self._host(dest_dir)
-            target.mkdir(parents=True, exist_ok=True)
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-                tar.extractall(target, filter="tar")
-
-        await asyncio.to_thread(extract)
+        await asyncio.to_thread(beneath.unpack, *self._host(dest_dir), data)
 
     async def _get_archive(self, path: str) -> bytes:
-        def pack() -> bytes:
-            src = self._host(path)
-            if not src.exists():
-                raise SandboxFileNotFound(f"no file or directory {path!r} in sandbox {self.id}")
-            buf = io.BytesIO()
-            with tarfile.open(fileobj=buf, mode="w") as tar:
-                tar.add(str(src), arcname=src.name)
-            return buf.getvalue()
-
-        return await asyncio.to_thread(pack)
+        self._check_alive()
+        root, rel = self._host(path)
+        name = posixpath.basename(path.rstrip("/")) or "root"
+        return await asyncio.to_thread(beneath.pack, root, rel, name)

@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from patchgym_sandbox.backend import BackendConfig
 
@@ -26,10 +26,26 @@ class LocalConfig(BackendConfig):
     """Where working copies and lease records live; ``reap`` scans it."""
     copy_mode: Literal["auto", "overlay", "copy"] = "auto"
     """``overlay`` needs root; ``copy`` is ``cp -a --reflink=auto``; ``auto`` tries overlay first."""
-    isolation: bool = False
-    """Run commands under bubblewrap: only the working copy and /tmp writable, no network,
-    own PID namespace. Raises IsolationUnavailable at start when bwrap cannot run."""
+    isolation: Literal["bwrap", "none"] = "bwrap"
+    """``bwrap`` (default): every sandbox is its own set of namespaces on a minimal root
+    (see ``patchgym_sandbox.local.isolation``), limits in cgroups; ``start`` fails with
+    IsolationUnavailable naming the fix where bubblewrap cannot run. ``none`` runs commands
+    as plain processes of this machine: no security boundary; logs a warning once per run."""
+    readonly_paths: list[Path] | None = None
+    """Host paths bound read-only at the same place inside (e.g. a task's virtualenv);
+    None = the running interpreter's installation and virtualenv."""
+    python: str | None = None
+    """Interpreter (a path visible inside) that runs the in-sandbox exec server;
+    None = this interpreter's real executable."""
     max_threads: int = Field(default=512, gt=0)
+
+    @field_validator("isolation", mode="before")
+    @classmethod
+    def _legacy_bool(cls, v: object) -> object:
+        """``isolation: true/false`` from before the boundary was the default."""
+        if isinstance(v, bool):
+            return "bwrap" if v else "none"
+        return v
 
     def build(self) -> LocalBackend:
         from patchgym_sandbox.local.backend import LocalBackend

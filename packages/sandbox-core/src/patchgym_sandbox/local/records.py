@@ -13,6 +13,10 @@ class Record(BaseModel):
     root: str
     labels: dict[str, str] = Field(default_factory=dict)
     mounted: bool = False
+    mounts: list[str] = Field(default_factory=list)
+    """Host mount points to detach at removal, innermost first."""
+    cgroups: list[str] = Field(default_factory=list)
+    """cgroup directories whose processes die at removal."""
 
 
 def record_path(state_dir: Path, sandbox_id: str) -> Path:

@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 
 MNT_DETACH = 2
+MS_NOSUID = 2
+MS_NODEV = 4
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
@@ -19,6 +21,14 @@ def mount_overlay(lower: Path, upper: Path, work: Path, target: Path) -> None:
     if _libc.mount(b"overlay", str(target).encode(), b"overlay", 0, opts) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount overlay on {target}: {os.strerror(err)}")
+
+
+def mount_tmpfs(target: Path, size_mb: int) -> None:
+    """A size-limited tmpfs: the sandbox's disk (its pages also count as its memory)."""
+    opts = f"size={size_mb}m,mode=0755".encode()
+    if _libc.mount(b"tmpfs", str(target).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount tmpfs on {target}: {os.strerror(err)}")
 
 
 def unmount(target: Path) -> None:

@@ -237,11 +237,11 @@ class SandboxSecurity:
             assert not victim.exists() or victim.read_text() != "pwned\n", (
                 f"write_file({name!r}) wrote {victim} on this machine"
             )
-        for dest in ("dir-link", f"root-link{outside}"):
+        for target in ("dir-link", f"root-link{outside}"):
             with contextlib.suppress(*FILE_API_REFUSALS):
-                await sb.upload(src, dest)
+                await sb.upload(src, target)
             with contextlib.suppress(*FILE_API_REFUSALS):
-                await sb.upload(src / "planted.txt", f"{dest}/one.txt")
+                await sb.upload(src / "planted.txt", f"{target}/one.txt")
         assert list(outside.iterdir()) == [], "upload followed a planted link out of the sandbox"
         assert path.read_text() == secret + "\n"
 
@@ -332,13 +332,13 @@ class SandboxSecurity:
             "os.setsid()\n"
             "if os.fork(): os._exit(0)\n"
             "for fd in (0, 1, 2): os.close(fd)\n"
-            f"os.execve('/bin/sh', ['/bin/sh', '-c', 'exec -a {marker} sleep 1000'], {{}})\n"
+            f"os.execve('/bin/bash', ['/bin/bash', '-c', 'exec -a {marker} sleep 1000'], {{}})\n"
         )
         async with backend.sandbox(sandbox_spec, run_id="security") as s:
             await s.write_file("/tmp/pg-daemon.py", daemon)
             await s.exec(
-                f"env -i setsid nohup sh -c 'exec -a {marker} sleep 1000' >/dev/null 2>&1 & "
-                f"(setsid sh -c '(exec -a {marker} sleep 1000 &)' &) ; "
+                f"env -i setsid nohup bash -c 'exec -a {marker} sleep 1000' >/dev/null 2>&1 & "
+                f"(setsid bash -c '(exec -a {marker} sleep 1000 &)' &) ; "
                 "env -i python3 /tmp/pg-daemon.py; sleep 0.5",
                 timeout=30,
             )

@@ -1,0 +1,120 @@
+"""cgroup v1 limits for one sandbox: memory (with swap), process count, CPU share.
+
+Each sandbox gets ``patchgym/<id>`` under the driver's own cgroup in each controller it
+needs, so the driver's limits still bound it. Limits set here hold for root inside the
+sandbox (it has no capabilities and no ``/sys``); rlimits would not. A requested limit
+whose controller is missing or not writable is :class:`LimitUnavailable` at start; the
+``pids`` controller is used whenever it exists, to find and kill every process of a
+sandbox (``reap`` after a crashed driver).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+from patchgym_sandbox.errors import LimitUnavailable
+from patchgym_sandbox.spec import Resources
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CPU_PERIOD_US = 100_000
+
+
+def _own(controller: str) -> Path | None:
+    """This process's cgroup directory in a v1 ``controller``, if mounted and writable."""
+    mount = CGROUP_ROOT / controller
+    if not (mount / "cgroup.procs").exists():
+        return None
+    rel = "/"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, names, path = line.split(":", 2)
+            if controller in names.split(","):
+                rel = path
+    base = mount / rel.lstrip("/")
+    return base if os.access(base, os.W_OK) else None
+
+
+def _needed(res: Resources) -> dict[str, dict[str, str]]:
+    """controller -> file -> value, in the order they must be written."""
+    out: dict[str, dict[str, str]] = {}
+    if res.memory_mb:
+        b = str(res.memory_mb * 1024 * 1024)
+        out["memory"] = {"memory.limit_in_bytes": b, "memory.memsw.limit_in_bytes": b}
+    if res.pids:
+        out["pids"] = {"pids.max": str(res.pids)}
+    if res.cpus:
+        out["cpu"] = {
+            "cpu.cfs_period_us": str(CPU_PERIOD_US),
+            "cpu.cfs_quota_us": str(int(res.cpus * CPU_PERIOD_US)),
+        }
+    return out
+
+
+def create(sandbox_id: str, res: Resources) -> list[Path]:
+    """Make the sandbox's cgroups and set its limits; returns their directories."""
+    made: list[Path] = []
+    try:
+        wanted = _needed(res)
+        for controller in sorted({*wanted, "pids"}):
+            base = _own(controller)
+            if base is None:
+                if controller in wanted:
+                    raise LimitUnavailable(
+                        f"resources ask for a {controller} limit but the cgroup v1 '{controller}' "
+                        f"controller is not mounted writable at {CGROUP_ROOT / controller}; "
+                        f"mount it, or drop that field from resources"
+                    )
+                continue
+            d = base / "patchgym" / sandbox_id
+            d.mkdir(parents=True)
+            made.append(d)
+            for name, value in wanted.get(controller, {}).items():
+                f = d / name
+                if name == "memory.memsw.limit_in_bytes" and not f.exists():
+                    continue  # no swap accounting: the memory limit alone holds
+                try:
+                    f.write_text(value)
+                except OSError as exc:
+                    raise LimitUnavailable(f"cannot set {f} = {value}: {exc}") from exc
+    except BaseException:
+        remove(made)
+        raise
+    return made
+
+
+def add(dirs: list[Path], pid: int) -> None:
+    for d in dirs:
+        (d / "cgroup.procs").write_text(str(pid))
+
+
+def pids(dirs: list[Path]) -> set[int]:
+    found: set[int] = set()
+    for d in dirs:
+        with contextlib.suppress(OSError):
+            found.update(int(x) for x in (d / "cgroup.procs").read_text().split())
+    return found
+
+
+def remove(dirs: list[Path]) -> None:
+    """Kill whatever is still in the cgroups, then remove them."""
+    for _ in range(100):
+        left = pids(dirs)
+        if not left:
+            break
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+    for d in dirs:
+        for _ in range(50):
+            try:
+                d.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.01)

@@ -1,0 +1,255 @@
+"""The driver's side of an isolated local sandbox: bubblewrap running the exec server.
+
+:func:`launch` starts ``bwrap ... python3 -c <nsinit> <serve> <supervisor>`` (the shared
+exec server loop, :mod:`patchgym_sandbox.serve`, extended by :mod:`patchgym_sandbox.nsinit`) as PID 1 of
+the sandbox's namespaces, moves that PID into the sandbox's cgroups before anything runs
+(bubblewrap blocks on ``--block-fd`` until then), and waits for ``READY``.
+:class:`ServerConnection` multiplexes commands and shells over its stdin/stdout: one
+reader thread hands frames to the waiting coroutine's loop. Killing the server's PID
+(:meth:`ServerConnection.kill`) ends every process in the sandbox at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from patchgym_sandbox.errors import IsolationUnavailable, SandboxLost
+from patchgym_sandbox.remote import FrameDecoder, request_payload
+from patchgym_sandbox.result import ExecResult
+from patchgym_sandbox.sandbox import ExecRequest
+from patchgym_sandbox.session import ShellChannel
+
+READY_TIMEOUT_S = 30.0
+TAG_VAR = "PATCHGYM_SERVER_REQ"
+"""What ``patchgym_sandbox.serve`` tags every command of a request with (for ``K``)."""
+
+
+@cache
+def _source(name: str) -> str:
+    return resources.files("patchgym_sandbox").joinpath(name).read_text()
+
+
+@dataclass
+class _Waiter:
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[ExecResult]
+    decoder: FrameDecoder
+
+
+@dataclass
+class _Shell:
+    loop: asyncio.AbstractEventLoop
+    channel: ShellChannel
+
+
+@dataclass
+class ServerConnection:
+    proc: subprocess.Popen[bytes]
+    init_pid: int
+    """The server's PID on this machine: PID 1 of the sandbox's namespace."""
+    sandbox_id: str
+    _waiters: dict[bytes, _Waiter] = field(default_factory=dict)
+    _shells: dict[bytes, _Shell] = field(default_factory=dict)
+    _write_lock: threading.Lock = field(default_factory=threading.Lock)
+    _ids: itertools.count[int] = field(default_factory=itertools.count)
+    _dead: str | None = None
+
+    def start_reader(self) -> None:
+        threading.Thread(target=self._read, daemon=True, name=f"pg-{self.sandbox_id}").start()
+
+    def _send(self, line: bytes) -> None:
+        if self._dead is not None:
+            raise SandboxLost(self._dead)
+        try:
+            with self._write_lock:
+                self.proc.stdin.write(line + b"\n")  # type: ignore[union-attr]
+                self.proc.stdin.flush()  # type: ignore[union-attr]
+        except (OSError, ValueError) as exc:
+            raise SandboxLost(f"local sandbox {self.sandbox_id} is gone: {exc}") from exc
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        for raw in out:
+            rid, _, frame = raw.rstrip(b"\n").partition(b" ")
+            if (w := self._waiters.get(rid)) is not None:
+                w.decoder.feed(frame + b"\n")
+                if w.decoder.finished:
+                    self._waiters.pop(rid, None)
+                    w.loop.call_soon_threadsafe(_settle, w.future, w.decoder)
+            elif (s := self._shells.get(rid)) is not None:
+                kind, _, data = frame.partition(b" ")
+                if kind == b"1":
+                    s.channel.feed_threadsafe(s.loop, base64.b64decode(data))
+                elif kind == b"E":
+                    s.channel.feed_threadsafe(s.loop, b"")
+        self._dead = (
+            f"local sandbox {self.sandbox_id} ended: its init process exited "
+            "(killed from outside, out of memory, or removed by reap)"
+        )
+        for w in list(self._waiters.values()):
+            w.loop.call_soon_threadsafe(_fail, w.future, self._dead)
+        for s in list(self._shells.values()):
+            s.channel.feed_threadsafe(s.loop, b"")
+        self._waiters.clear()
+
+    def _rid(self) -> bytes:
+        return b"r%d" % next(self._ids)
+
+    async def run(self, req: ExecRequest) -> ExecResult:
+        loop = asyncio.get_running_loop()
+        rid = self._rid()
+        waiter = _Waiter(loop, loop.create_future(), FrameDecoder(req.max_output_bytes))
+        self._waiters[rid] = waiter
+        payload = base64.b64encode(json.dumps(request_payload(req)).encode())
+        try:
+            self._send(rid + b" R " + payload)
+            return await waiter.future
+        except asyncio.CancelledError:
+            self._waiters.pop(rid, None)
+            with contextlib.suppress(SandboxLost):
+                self._send(b"k K %s %s" % (TAG_VAR.encode(), rid))
+            raise
+        finally:
+            self._waiters.pop(rid, None)
+
+    async def open_shell(
+        self, argv: Sequence[str], cwd: str, env: Mapping[str, str]
+    ) -> ShellChannel:
+        rid = self._rid()
+        chan = ServerShell(self, rid)
+        self._shells[rid] = _Shell(asyncio.get_running_loop(), chan)
+        spec = {"argv": list(argv), "cwd": cwd, "env": dict(env)}
+        self._send(rid + b" S " + base64.b64encode(json.dumps(spec).encode()))
+        return chan
+
+    def kill(self) -> None:
+        """SIGKILL the namespace's init: the kernel kills everything else in it."""
+        with contextlib.suppress(OSError):
+            os.kill(self.init_pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        self.proc.wait()
+
+
+def _settle(future: asyncio.Future[ExecResult], decoder: FrameDecoder) -> None:
+    if not future.done():
+        try:
+            future.set_result(decoder.result())
+        except Exception as exc:
+            future.set_exception(exc)
+
+
+def _fail(future: asyncio.Future[ExecResult], message: str) -> None:
+    if not future.done():
+        future.set_exception(SandboxLost(message))
+
+
+class ServerShell(ShellChannel):
+    def __init__(self, conn: ServerConnection, rid: bytes) -> None:
+        super().__init__()
+        self._conn = conn
+        self._rid = rid
+
+    async def write(self, data: bytes) -> None:
+        for i in range(0, len(data), 32768):
+            self._conn._send(self._rid + b" W " + base64.b64encode(data[i : i + 32768]))
+
+    async def kill_foreground(self) -> None:
+        with contextlib.suppress(SandboxLost):
+            self._conn._send(self._rid + b" I")
+
+    async def close(self) -> None:
+        with contextlib.suppress(SandboxLost):
+            self._conn._send(self._rid + b" C")
+        self._conn._shells.pop(self._rid, None)
+
+
+def launch(
+    argv_for: Callable[[int, int], list[str]],
+    *,
+    python: str,
+    env: Mapping[str, str],
+    rlimits: Mapping[str, int],
+    on_init: Callable[[int], None],
+    sandbox_id: str,
+    log: Path,
+) -> ServerConnection:
+    """Start the sandbox. ``argv_for(info_fd, block_fd)`` is bubblewrap's argv; ``on_init``
+    gets the init's PID while bubblewrap waits (to place it in cgroups) before anything runs."""
+    info_r, info_w = os.pipe()
+    block_r, block_w = os.pipe()
+    config = json.dumps({"rlimits": dict(rlimits)})
+    argv = [*argv_for(info_w, block_r), python, "-I", "-S", "-c", _source("nsinit.py"),
+            _source("serve.py"), _source("supervisor.py"), config]  # fmt: skip
+    try:
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=dict(env),
+                pass_fds=(info_w, block_r),
+                start_new_session=True,
+            )
+    finally:
+        os.close(info_w)
+        os.close(block_r)
+    try:
+        init_pid = _read_child_pid(info_r)
+        if init_pid is None:
+            proc.wait(READY_TIMEOUT_S)
+            raise IsolationUnavailable(f"bubblewrap failed to start: {_tail(log)}")
+        on_init(init_pid)
+        os.write(block_w, b"1")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            proc.kill()
+        proc.wait()
+        raise
+    finally:
+        os.close(block_w)
+        os.close(info_r)
+    conn = ServerConnection(proc=proc, init_pid=init_pid, sandbox_id=sandbox_id)
+    line = proc.stdout.readline()  # type: ignore[union-attr]
+    if not line.startswith(b"- READY"):
+        conn.kill()
+        raise IsolationUnavailable(
+            f"the in-sandbox exec server did not start ({line!r}): {_tail(log)}"
+        )
+    conn.start_reader()
+    return conn
+
+
+def _read_child_pid(fd: int) -> int | None:
+    """bubblewrap's ``--info-fd`` JSON (read until it parses: the sandbox keeps the fd)."""
+    buf = b""
+    while chunk := os.read(fd, 4096):
+        buf += chunk
+        try:
+            return int(json.loads(buf)["child-pid"])
+        except (ValueError, KeyError):
+            continue
+    return None
+
+
+def _tail(log: Path) -> str:
+    with contextlib.suppress(OSError):
+        return log.read_text(errors="replace").strip()[-1000:]
+    return "(no output)"

@@ -1,0 +1,215 @@
+# patchgym namespace init
+# ruff: noqa: UP031, UP035
+"""PID 1 of an isolated local sandbox: the shared exec server loop plus an init's duties.
+
+Run as ``python3 -I -S -c <this file> <serve.py source> <supervisor source> <json config>``
+inside the sandbox; stdlib only, Python 3.6+. Commands run through
+:class:`patchgym_sandbox.serve.Server` (the one exec server loop every backend uses); this
+file adds what only the local backend's namespace init needs:
+
+- it is PID 1 of the sandbox's own PID namespace (bubblewrap ``--as-pid-1``): commands cost
+  one fork instead of one sandbox setup, background processes live on between commands,
+  nothing inside can kill it (the kernel drops SIGKILL sent to a namespace's init from
+  inside), and killing it from outside takes the whole namespace down;
+- it reaps orphans, never a child that ``supervise`` waits for (those are registered under
+  a lock as they are spawned);
+- it makes itself non-dumpable, so commands (root, but without capabilities) cannot open
+  its pipes through ``/proc/1/fd`` to forge replies;
+- it applies the sandbox's rlimits (``cpu_time_s``) to every command;
+- it serves shells on a pty. Extra wire operations, beside ``R`` and ``K``:
+  ``<rid> S <b64 json {"argv", "cwd", "env"}>`` open a shell, ``<rid> W <b64>`` write to it,
+  ``<rid> I`` kill its foreground job, ``<rid> C`` close it; a shell answers
+  ``<rid> 1 <b64>`` with its output and ``<rid> E`` at its end.
+"""
+
+import base64
+import fcntl
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import termios
+import threading
+import time
+import types
+from typing import Any, Dict, Tuple  # noqa: F401 (type comments, Python 3.6)
+
+SERVE = {"__name__": "patchgym_serve"}  # type: Dict[str, Any]
+exec(compile(sys.argv[1], "patchgym_serve", "exec"), SERVE)
+SUP = SERVE["load_supervisor"](sys.argv[2])  # type: Dict[str, Any]
+CONFIG = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}  # type: Dict[str, Any]
+LIMITS = [(getattr(resource, k), int(v)) for k, v in (CONFIG.get("rlimits") or {}).items()]
+SPAWN_LOCK = threading.Lock()
+OWNED = {}  # type: Dict[int, subprocess.Popen[bytes]]
+
+
+class OwnedPopen(subprocess.Popen):  # type: ignore[type-arg]
+    """A child the reaper must leave to its owner (registered under the spawn lock)."""
+
+    def __init__(self, *args, **kwargs):
+        # type: (Any, Any) -> None
+        with SPAWN_LOCK:
+            super().__init__(*args, **kwargs)
+            OWNED[self.pid] = self
+
+
+def apply_limits():
+    # type: () -> None
+    for which, value in LIMITS:
+        resource.setrlimit(which, (value, value))
+
+
+def _supervise_with_limits(*args, **kwargs):
+    # type: (Any, Any) -> Any
+    if LIMITS:
+        kwargs["preexec_fn"] = apply_limits
+    return _SUPERVISE(*args, **kwargs)
+
+
+_shim = types.ModuleType("subprocess")
+_shim.__dict__.update(subprocess.__dict__)
+_shim.Popen = OwnedPopen  # type: ignore[attr-defined]
+SUP["subprocess"] = _shim
+_SUPERVISE = SUP["supervise"]
+SUP["supervise"] = _supervise_with_limits
+
+
+def reap_orphans():
+    # type: () -> None
+    """PID 1's duty: wait for zombies nobody else will, never for a supervised child."""
+    me = str(os.getpid())
+    while True:
+        time.sleep(0.2)
+        with SPAWN_LOCK:
+            for pid, p in list(OWNED.items()):
+                if p.returncode is not None:
+                    del OWNED[pid]
+            for name in os.listdir("/proc"):
+                if not name.isdigit() or int(name) in OWNED:
+                    continue
+                try:
+                    with open("/proc/%s/stat" % name) as fh:
+                        fields = fh.read().rsplit(")", 1)[1].split()
+                except (OSError, IndexError):
+                    continue
+                if fields[0] == "Z" and fields[1] == me:
+                    try:
+                        os.waitpid(int(name), os.WNOHANG)
+                    except OSError:
+                        pass
+
+
+def _take_tty():
+    # type: () -> None
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    apply_limits()
+
+
+_Server = SERVE["Server"]  # type: Any
+
+
+class InitServer(_Server):  # type: ignore[misc]
+    """The shared server loop plus shells on a pty."""
+
+    def __init__(self):
+        # type: () -> None
+        super().__init__(SUP, sys.stdin.buffer, sys.stdout.buffer)
+        self.shells = {}  # type: Dict[bytes, Tuple[subprocess.Popen[bytes], int]]
+
+    def handle(self, raw):
+        # type: (bytes) -> None
+        rid, _, rest = raw.rstrip(b"\r\n").partition(b" ")
+        op, _, arg = rest.partition(b" ")
+        if op == b"S":
+            self.open_shell(rid, arg)
+        elif op in (b"W", b"I", b"C"):
+            self.shell_op(rid, op, arg)
+        else:
+            super().handle(raw)
+
+    def open_shell(self, rid, payload):
+        # type: (bytes, bytes) -> None
+        """Spawn here (so the writes that follow find it), relay its pty in a thread."""
+        args = json.loads(base64.b64decode(payload).decode())
+        master, slave = os.openpty()
+        try:
+            proc = OwnedPopen(
+                args["argv"],
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                cwd=args.get("cwd"),
+                env=args.get("env"),
+                start_new_session=True,
+                preexec_fn=_take_tty,
+            )
+        except OSError as exc:
+            os.close(master)
+            msg = ("patchgym: cannot open shell: %s\n" % exc).encode()
+            self.send(rid, b"1 " + base64.b64encode(msg))
+            self.send(rid, b"E")
+            return
+        finally:
+            os.close(slave)
+        self.shells[rid] = (proc, master)
+        t = threading.Thread(target=self.relay, args=(rid, master))
+        t.daemon = True
+        t.start()
+
+    def relay(self, rid, master):
+        # type: (bytes, int) -> None
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            self.send(rid, b"1 " + base64.b64encode(data))
+        self.send(rid, b"E")
+
+    def shell_op(self, rid, op, arg):
+        # type: (bytes, bytes, bytes) -> None
+        entry = self.shells.get(rid)
+        if entry is None:
+            return
+        proc, master = entry
+        try:
+            if op == b"W":
+                data = base64.b64decode(arg)
+                while data:
+                    data = data[os.write(master, data) :]
+            elif op == b"I":
+                pgid = os.tcgetpgrp(master)
+                if pgid > 0 and pgid != proc.pid:
+                    os.killpg(pgid, signal.SIGKILL)
+            elif op == b"C":
+                self.shells.pop(rid, None)
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                os.close(master)
+                proc.wait()
+        except OSError:
+            pass
+
+
+def main():
+    # type: () -> None
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+    except Exception:
+        pass
+    if os.getpid() == 1:
+        t = threading.Thread(target=reap_orphans)
+        t.daemon = True
+        t.start()
+    InitServer().serve()
+
+
+main()
