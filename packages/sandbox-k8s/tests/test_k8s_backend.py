@@ -83,7 +83,11 @@ def test_manifest_carries_the_config(k8s_config: Callable[..., dict[str, Any]]) 
     assert s["imagePullSecrets"] == [{"name": "regcred"}] and s["priority"] == 5
     assert s["automountServiceAccountToken"] is False and s["restartPolicy"] == "Never"
     c = s["containers"][0]
-    assert c["resources"] == {"limits": {"memory": "512Mi"}, "requests": {"cpu": "100m"}}
+    # a limit without a request reserves only a floor (k8s would reserve the whole limit)
+    assert c["resources"] == {
+        "limits": {"memory": "512Mi"},
+        "requests": {"cpu": "100m", "memory": "256Mi"},
+    }
     sec = c["securityContext"]
     assert sec["runAsUser"] == 1000 and sec["runAsGroup"] == 1000
     assert sec["allowPrivilegeEscalation"] is False and sec["privileged"] is False

@@ -31,24 +31,30 @@ def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _quantity_mb(mb: int) -> str:
-    return f"{mb}Mi"
+REQUEST_FLOOR = {"memory": 256, "cpu": 100, "ephemeral-storage": 256}
+"""What a sandbox reserves per limited resource (Mi, millicores) unless ``requests`` says:
+Kubernetes makes an unset request equal to its limit, and a 4 GiB request per pod would
+let a node schedule only a handful of sandboxes that mostly sit idle."""
 
 
 def resources(cfg: K8sConfig, spec: SandboxSpec) -> dict[str, dict[str, str]]:
     limits = dict(cfg.limits)
+    requests = dict(cfg.requests)
     r = spec.resources
-    if r.memory_mb is not None:
-        limits.setdefault("memory", _quantity_mb(r.memory_mb))
-    if r.cpus is not None:
-        limits.setdefault("cpu", f"{int(r.cpus * 1000)}m")
-    if r.disk_mb is not None:
-        limits.setdefault("ephemeral-storage", _quantity_mb(r.disk_mb))
+    for key, value, unit in (
+        ("memory", r.memory_mb, "Mi"),
+        ("cpu", None if r.cpus is None else int(r.cpus * 1000), "m"),
+        ("ephemeral-storage", r.disk_mb, "Mi"),
+    ):
+        if value is None or key in limits:
+            continue
+        limits[key] = f"{value}{unit}"
+        requests.setdefault(key, f"{min(value, REQUEST_FLOOR[key])}{unit}")
     out: dict[str, dict[str, str]] = {}
     if limits:
         out["limits"] = limits
-    if cfg.requests:
-        out["requests"] = dict(cfg.requests)
+    if requests:
+        out["requests"] = requests
     return out
 
 
