@@ -1,7 +1,7 @@
 """The runner on the real Docker engine: a container removed mid-episode is infra, not a 0.
 
 Needs the docker CLI, a running engine, ``local/bookworm-py`` (built by
-``/work/shared/infra/docker-up.sh``) and the ``docker`` backend (this package's test
+``ci/engines/docker-up.sh``) and the ``docker`` backend (this package's test
 group installs it; the code under test reaches it only through ``create_backend``).
 Skips with the reason otherwise, or fails under ``PATCHGYM_REQUIRE_ENGINES=1``.
 """
@@ -30,7 +30,7 @@ def _docker_ready() -> str | None:
         return "docker CLI not installed"
     ok = subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True)
     if ok.returncode != 0:
-        return f"docker engine not reachable or {BASE_IMAGE} missing (run /work/shared/infra/docker-up.sh)"
+        return f"docker engine not reachable or {BASE_IMAGE} missing (run ci/engines/docker-up.sh)"
     return None
 
 

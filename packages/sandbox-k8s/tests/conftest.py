@@ -1,7 +1,7 @@
 """Fixtures for the k8s backend tests: a real cluster, a test image, no leaked pods.
 
 The cluster is found through ``$KUBECONFIG`` (default ``/tmp/k8s/kubeconfig``, where
-``/work/shared/infra/k8s-up.sh`` writes it). Tests skip, saying why, only when no API
+``ci/engines/k8s-up.sh`` writes it). Tests skip, saying why, only when no API
 server answers. Every backend built here stamps a per-session label, so the leak check
 only sees this session's pods.
 """
@@ -58,7 +58,7 @@ def session_config(**overrides: Any) -> dict[str, Any]:
 
 def _cluster_problem() -> str | None:
     if not Path(KUBECONFIG).exists():
-        return f"no kubeconfig at {KUBECONFIG}; start a cluster with /work/shared/infra/k8s-up.sh or set KUBECONFIG"
+        return f"no kubeconfig at {KUBECONFIG}; start a cluster with ci/engines/k8s-up.sh or set KUBECONFIG"
     try:
         from kubernetes import client, config
 
