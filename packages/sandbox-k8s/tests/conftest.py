@@ -50,7 +50,7 @@ def session_config(**overrides: Any) -> dict[str, Any]:
         "host_network": HOST_NETWORK,
         "labels": {SESSION_LABEL: SESSION_ID},
         "create_timeout_s": 120,
-        "create_backoff_s": [0.2, 0.4, 0.8],
+        "create_retry": {"attempts": 4, "base_s": 0.2, "max_s": 0.8},
     }
     base.update(overrides)
     return base

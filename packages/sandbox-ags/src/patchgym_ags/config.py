@@ -17,6 +17,7 @@ from pydantic import Field, SecretStr, model_validator
 
 from patchgym_sandbox.backend import BackendConfig
 from patchgym_sandbox.errors import ConfigError
+from patchgym_sandbox.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from patchgym_ags.backend import AgsBackend
@@ -62,9 +63,11 @@ class CloudSandboxConfig(BackendConfig):
     """Per-request timeout of control-plane and file calls."""
     create_timeout_s: float = Field(default=600.0, gt=0)
     """Total time a create may take, retries and rate-limit waits included."""
-    create_retries: int = Field(default=8, ge=0)
-    backoff_base_s: float = Field(default=0.5, gt=0)
-    backoff_max_s: float = Field(default=30.0, gt=0)
+    create_retry: RetryPolicy = Field(
+        default_factory=lambda: RetryPolicy(attempts=9, base_s=0.5, max_s=30.0)
+    )
+    """Create retries on throttling, 5xx and timeouts (the shared policy; bounded by
+    ``create_timeout_s``)."""
     max_concurrent_creates: int = Field(default=16, gt=0)
     creates_per_second: float = Field(default=10.0, gt=0)
     exec_via: Literal["execd", "envd", "commands"] = "execd"

@@ -31,7 +31,8 @@ class RolloutConfig(BaseModel):
     """Deadline of one policy call."""
     infra_retries: int = Field(default=2, ge=0)
     """Extra attempts for an episode that failed on infrastructure."""
-    retry_backoff_s: float = Field(default=2.0, ge=0)
+    retry_backoff_s: float = Field(default=2.0, gt=0)
+    """First backoff of an infra retry (full jitter, doubling, capped at 60x)."""
     max_context_tokens: int | None = Field(default=None, gt=0)
     output_dir: Path = Path("rollouts")
     run_id: str | None = None

@@ -25,6 +25,7 @@ from patchgym_agents.rollout.store import ResultStore
 from patchgym_agents.rollout.summary import RolloutSummary, summarise
 from patchgym_sandbox import SandboxBackend, create_backend
 from patchgym_sandbox import labels as L
+from patchgym_sandbox.retry import Retry, RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,14 @@ ResultHook = Callable[[EpisodeResult], None]
 def default_run_id(config: RolloutConfig) -> str:
     digest = hashlib.sha1(str(config.output_dir.resolve()).encode()).hexdigest()[:10]
     return f"rollout-{digest}"
+
+
+class _InfraFailed(Exception):
+    """An episode ended on infrastructure: worth another attempt (the shared retry policy)."""
+
+    def __init__(self, result: EpisodeResult) -> None:
+        super().__init__(result.infra_error)
+        self.result = result
 
 
 class _Counters:
@@ -91,6 +100,9 @@ async def rollout(
         "run_id": run_id,
     }
     budget = ContextBudget(max_tokens=cfg.max_context_tokens)
+    infra_retry = RetryPolicy(
+        attempts=cfg.infra_retries + 1, base_s=cfg.retry_backoff_s, max_s=60 * cfg.retry_backoff_s
+    )
     start = time.monotonic()
 
     async def _attempt(task: Task, sample: int, attempt: int) -> EpisodeResult:
@@ -121,15 +133,21 @@ async def rollout(
 
     async def one(task: Task, sample: int) -> EpisodeResult:
         infra: list[str] = []
-        attempt = 0
-        async with sem:
-            while True:
-                attempt += 1
-                res = await _attempt(task, sample, attempt)
-                if res.status != "infra_error" or attempt > cfg.infra_retries:
-                    break
+
+        async def once() -> EpisodeResult:
+            res = await _attempt(task, sample, len(infra) + 1)
+            if res.status == "infra_error":
                 infra.append(res.infra_error or "infra error")
-                await asyncio.sleep(cfg.retry_backoff_s * 2 ** (attempt - 1))
+                raise _InfraFailed(res)
+            return res
+
+        retry = Retry(infra_retry, when=lambda e: isinstance(e, _InfraFailed), what=task.id)
+        async with sem:
+            try:
+                res = await retry.acall(once)
+            except _InfraFailed as failed:
+                res = failed.result
+                infra.pop()  # the last attempt's error is the result's own
         res.infra_attempts = infra
         await store.append(res)
         results[res.key] = res
