@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from patchgym_sandbox.registry import load_config
 from patchgym_trainer.preflight import rules
 from patchgym_trainer.schema import TrainSettings
 
@@ -96,7 +97,7 @@ def test_sandbox_budget(
             ppo_mini_batch_size=4,
             expected_episode_s=360,
         ),
-        sandbox,
+        load_config(sandbox),
         train_rows=rows,
         val_rows=None,
     )
@@ -115,7 +116,7 @@ def test_sandbox_budget_counts_validation_passes() -> None:
         test_freq=10,
         val_before_train=True,
     )
-    check = rules.sandbox_budget(t, {"type": "local"}, train_rows=400, val_rows=300)
+    check = rules.sandbox_budget(t, load_config({"type": "local"}), train_rows=400, val_rows=300)
     # 100 steps: validation before training and at steps 10, 20, ... 100 = 11 passes
     assert "+ 3300 validation" in check.detail
 

@@ -47,10 +47,10 @@ async def test_sixteen_on_docker_one_container_removed(tmp_path: Path) -> None:
         concurrency=16,
         infra_retries=0,
         output_dir=tmp_path / "run",
-        run_id=f"agents-test-{uuid.uuid4().hex[:8]}",
+        env={"run_id": f"agents-test-{uuid.uuid4().hex[:8]}"},
         progress=False,
     )
-    policy = KillOne(backend, victim, run_id=config.run_id)
+    policy = KillOne(backend, victim, run_id=config.env.run_id)
     seen: list[EpisodeResult] = []
     try:
         summary = await rollout(tasks, policy, config, backend=backend, on_result=seen.append)
@@ -69,7 +69,7 @@ async def test_sixteen_on_docker_one_container_removed(tmp_path: Path) -> None:
         assert summary2.resolved == 16
     finally:
         await backend.reap(
-            {"patchgym.run-id": config.run_id or summary_run_id(config)}, expired=False
+            {"patchgym.run-id": config.env.run_id or summary_run_id(config)}, expired=False
         )
         await backend.aclose()
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from pathlib import PurePath
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.sandbox import Sandbox
@@ -28,9 +29,26 @@ class BackendConfig(BaseModel):
     max_concurrency: int | None = Field(default=None, gt=0)
     """Most sandboxes alive at once that this backend should be asked for (preflight uses it)."""
 
+    def node(self) -> dict[str, Any]:
+        """This config as the plain mapping it validates from, secrets revealed: for handing
+        it to another process (a worker's YAML file) that validates it again."""
+        return {k: _plain(v) for k, v in self.model_dump(mode="python").items()}
+
     def build(self) -> SandboxBackend:
         """Import the backend's SDK and construct it. Overridden by each backend."""
         raise NotImplementedError(f"{type(self).__name__}.build")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 class SandboxInfo(BaseModel):

@@ -70,10 +70,10 @@ async def rollout(
     """Run every (task, sample) not already graded in ``config.output_dir``; return the summary.
 
     ``backend``: share an existing backend (not closed here); otherwise one is built from
-    ``config.sandbox`` and closed at the end.
+    ``config.env.sandbox`` and closed at the end.
     """
     cfg = config or RolloutConfig()
-    run_id = cfg.run_id or default_run_id(cfg)
+    run_id = cfg.env.run_id or default_run_id(cfg)
     store = ResultStore(cfg.output_dir)
     previous = store.load() if cfg.resume else {}
     wanted = {(t.id, k) for t in tasks for k in range(cfg.samples)}
@@ -85,7 +85,7 @@ async def rollout(
         if (prev := previous.get((task.id, k))) is None or prev.status == "infra_error"
     ]
     owns_backend = backend is None
-    be = backend or create_backend(cfg.sandbox)
+    be = backend or create_backend(cfg.env.sandbox)
     live: set[SWEEnv] = set()
     counters = _Counters()
     todo_keys = {(t.id, k) for t, k in todo}
@@ -93,12 +93,7 @@ async def rollout(
         if key not in todo_keys:
             counters.add(r)
     sem = asyncio.Semaphore(cfg.concurrency)
-    env_args = {
-        **cfg.env_args,
-        "max_steps": cfg.max_steps,
-        "step_timeout_s": cfg.step_timeout_s,
-        "run_id": run_id,
-    }
+    env = cfg.env if cfg.env.run_id else cfg.env.model_copy(update={"run_id": run_id})
     budget = ContextBudget(max_tokens=cfg.max_context_tokens)
     infra_retry = RetryPolicy(
         attempts=cfg.infra_retries + 1, base_s=cfg.retry_backoff_s, max_s=60 * cfg.retry_backoff_s
@@ -110,14 +105,12 @@ async def rollout(
             return await run_episode(
                 task,
                 policy,
-                scaffold=cfg.scaffold,
+                env=env,
                 tool_format=cfg.tool_format,
                 backend=be,
-                env_args=env_args,
                 budget=budget,
                 sample=sample,
                 attempt=attempt,
-                episode_timeout_s=cfg.episode_timeout_s,
                 model_timeout_s=cfg.model_timeout_s,
                 live=live,
             )
@@ -213,7 +206,7 @@ async def rollout(
         results.values(),
         run_id=run_id,
         policy=policy.name,
-        scaffold=cfg.scaffold,
+        scaffold=cfg.env.scaffold,
         tasks=len(tasks),
         samples=cfg.samples,
         wall_s=time.monotonic() - start,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from patchgym_sandbox import Sandbox
 
@@ -18,11 +18,22 @@ if TYPE_CHECKING:
     from patchgym_envs.tools.debug import PdbState
 
 
+def _env_default(name: str) -> Any:
+    from patchgym_envs.config import default_of  # config imports the tools package
+
+    return default_of(name)
+
+
 @dataclass
 class ToolSettings:
-    max_chars: int = 12_000
+    """The tools' share of :class:`~patchgym_envs.config.EnvConfig` (same names, same defaults)."""
+
+    max_observation_chars: int = field(
+        default_factory=lambda: _env_default("max_observation_chars")
+    )
     """Observation size bound (head and tail kept)."""
-    command_timeout_s: float = 120.0
+    step_timeout_s: float = field(default_factory=lambda: _env_default("step_timeout_s"))
+    """Deadline of one tool command (the exec request's ``timeout``)."""
     blocked_commands: tuple[str, ...] = ()
     test_cmd: str = "python3 -m pytest -q -p no:cacheprovider"
     """What debug-gym's ``eval`` and ``pdb`` run when the task names no visible test command."""

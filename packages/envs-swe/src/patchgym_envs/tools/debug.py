@@ -121,7 +121,7 @@ class Pdb(Tool):
         await state.session.send(command + "\n")
         clear = _CLEAR.match(command)
         pattern = CONFIRM if clear is not None and not clear.group(1) else PROMPT
-        res = await state.session.expect(pattern, timeout=ctx.settings.command_timeout_s)
+        res = await state.session.expect(pattern, timeout=ctx.settings.step_timeout_s)
         if not res.timed_out and res.output.endswith("Clear all breaks? "):
             await state.session.send("y\n")
             more = await state.session.expect(PROMPT, timeout=30)
@@ -136,7 +136,7 @@ class Pdb(Tool):
                     "the next pdb call starts a new one]"
                 )
             return _clean(res.output + again.output[: -len("(Pdb) ")], command) + (
-                f"\n[interrupted after {ctx.settings.command_timeout_s:g} s]"
+                f"\n[interrupted after {ctx.settings.step_timeout_s:g} s]"
             )
         return _clean(res.output[: -len("(Pdb) ")], command)
 

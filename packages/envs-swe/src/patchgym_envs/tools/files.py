@@ -64,7 +64,7 @@ async def list_dir(ctx: ToolContext, real: str, depth: int = 2) -> str:
         f"find {shlex.quote(real)} -maxdepth {depth} -not -path '*/.*' -not -path '*/__pycache__*' "
         "| sort"
     )
-    res = await ctx.sandbox.exec(cmd, timeout=ctx.settings.command_timeout_s)
+    res = await ctx.sandbox.exec(cmd, timeout=ctx.settings.step_timeout_s)
     header = f"Files and directories up to {depth} levels deep in {ctx.shown(real)}, excluding hidden items:\n"
     return header + ctx.to_shown(res.stdout)
 
