@@ -185,3 +185,17 @@ def test_tensor_parallel(gpus: int, tp: int, status: str) -> None:
         rules.tensor_parallel(train(gpus_per_node=gpus, tensor_model_parallel_size=tp)).status
         == status
     )
+
+
+def test_backend_checks_come_from_the_backend(tmp_path: Any, monkeypatch: Any) -> None:
+    from patchgym_trainer.preflight import probes
+
+    monkeypatch.delenv("E2B_API_KEY", raising=False)
+    (local,) = probes.credentials(load_config({"type": "local"}))
+    assert local.status == "pass"
+    (k8s,) = probes.credentials(load_config({"type": "k8s", "kubeconfig": str(tmp_path / "x")}))
+    assert k8s.status == "fail" and "KUBECONFIG" in k8s.fix
+    (ags,) = probes.credentials(load_config({"type": "ags"}))
+    assert ags.status == "fail" and "E2B_API_KEY" in ags.fix
+    (ok,) = probes.credentials(load_config({"type": "ags", "api_key": "k"}))
+    assert ok.status == "pass"

@@ -333,8 +333,8 @@ class SWEEnv:
         sandbox, self._sandbox = self._sandbox, None
         self._sandbox_loop = None
         try:
-            if ctx is not None and ctx.pdb is not None:
-                await ctx.pdb.close()
+            if ctx is not None:
+                await ctx.close_tool_state()
         finally:
             if sandbox is not None:
                 await sandbox.close()

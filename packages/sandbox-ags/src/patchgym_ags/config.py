@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SecretStr, model_validator
 
-from patchgym_sandbox.backend import BackendConfig
+from patchgym_sandbox.backend import BackendConfig, CheckRow
 from patchgym_sandbox.errors import ConfigError
 from patchgym_sandbox.retry import RetryPolicy
 
@@ -88,6 +88,16 @@ class CloudSandboxConfig(BackendConfig):
         if self.region and not self.domain:
             self.domain = f"{self.region}.{AGS_DOMAIN_SUFFIX}"
         return self
+
+    def checks(self) -> list[CheckRow]:
+        try:
+            self.resolve_api_key()
+        except ConfigError as exc:
+            fix = f"export {self.api_key_env}=<your {self.type.upper()} API key> (or sandbox.api_key_file=<path>)"
+            return [
+                CheckRow(name="credentials", status="fail", detail=f"{self.type}: {exc}", fix=fix)
+            ]
+        return [CheckRow(name="credentials", status="pass", detail=f"{self.type}: API key found")]
 
     def resolve_api_key(self) -> SecretStr:
         """The key from ``api_key``, ``api_key_file`` or ``api_key_env`` (in that order)."""

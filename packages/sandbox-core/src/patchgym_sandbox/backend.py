@@ -11,13 +11,22 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.sandbox import Sandbox
 from patchgym_sandbox.spec import SandboxSpec
+
+
+class CheckRow(BaseModel):
+    """One preflight row a backend reports about its own config (credentials, reachability)."""
+
+    name: str
+    status: Literal["pass", "fail", "warn", "skip"]
+    detail: str
+    fix: str = ""
 
 
 class BackendConfig(BaseModel):
@@ -33,6 +42,14 @@ class BackendConfig(BaseModel):
         """This config as the plain mapping it validates from, secrets revealed: for handing
         it to another process (a worker's YAML file) that validates it again."""
         return {k: _plain(v) for k, v in self.model_dump(mode="python").items()}
+
+    def checks(self) -> list[CheckRow]:
+        """Cheap checks of this config before a run (no SDK import, no sandbox created).
+
+        A backend that needs credentials overrides this; callers such as the trainer's
+        preflight show the rows and never need to know backend names.
+        """
+        return [CheckRow(name="credentials", status="pass", detail=f"{self.type}: none needed")]
 
     def build(self) -> SandboxBackend:
         """Import the backend's SDK and construct it. Overridden by each backend."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
-from patchgym_sandbox.backend import BackendConfig
+from patchgym_sandbox.backend import BackendConfig, CheckRow
 from patchgym_sandbox.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -129,6 +131,15 @@ class K8sConfig(BackendConfig):
                 "container_overrides: securityContext privileged/allowPrivilegeEscalation is refused"
             )
         return v
+
+    def checks(self) -> list[CheckRow]:
+        path = self.kubeconfig or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube/config")
+        if self.in_cluster or Path(path).is_file():
+            return [CheckRow(name="credentials", status="pass", detail=f"kubeconfig {path}")]
+        fix = "export KUBECONFIG=<path> or sandbox.kubeconfig=<path>"
+        return [
+            CheckRow(name="credentials", status="fail", detail=f"no kubeconfig at {path}", fix=fix)
+        ]
 
     def build(self) -> K8sBackend:
         from patchgym_k8s.backend import K8sBackend

@@ -65,8 +65,7 @@ def format_result(ctx: ToolContext, res: ExecResult, timeout: float) -> str:
 async def run_command(ctx: ToolContext, cmd: str, timeout: float | None = None) -> str:
     timeout = timeout or ctx.settings.step_timeout_s
     res = await ctx.sandbox.exec(ctx.to_real(cmd), timeout=timeout)
-    if ctx.pdb is not None:
-        ctx.pdb.stale = True  # the command may have changed files
+    ctx.files_changed()
     return format_result(ctx, res, timeout)
 
 
