@@ -94,7 +94,7 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
     t = cfg.train
     tasks = load_dataset(cfg.dataset).tasks
     run_id = f"train-{cfg.run.name}-{uuid.uuid4().hex[:8]}"
-    env_args = {**cfg.env_args(), "run_id": run_id}
+    env_args = {**dict(cfg.env), "run_id": run_id}  # the validated EnvConfig, shallow
     tokenizer = AutoTokenizer.from_pretrained(cfg.model.path)
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(cfg.model.path, dtype=torch.float32)
