@@ -43,7 +43,7 @@ MEMBERS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "agents": ("packages/agents", "patchgym-agents", "patchgym_agents", ()),
     "trainer": ("apps/trainer", "patchgym-trainer", "patchgym_trainer", ("--extra", "cpu")),
 }
-STRICT = {"sandbox-core"}
+STRICT = {"sandbox-core", "sandbox-docker", "rewards", "agents"}
 
 
 def sync(session: nox.Session, dist: str, *args: str) -> None:

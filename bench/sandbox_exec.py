@@ -37,17 +37,6 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000
 
 
-def time_sync(fn: Callable[[], object], n: int) -> list[float]:
-    for _ in range(min(20, n)):
-        fn()
-    out = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
-
-
 async def time_async(fn: Callable[[], Awaitable[object]], n: int) -> list[float]:
     for _ in range(min(20, n)):
         await fn()

@@ -1,5 +1,7 @@
 #!/bin/bash
-# Start a Docker engine on a Debian bookworm machine without systemd and make a local base image without a registry.
+# Start a Docker engine for patchgym's tests on a Debian bookworm machine without systemd (root; no bridge, no
+# iptables: containers run with --network none), and build the base image local/bookworm-py without a registry.
+# Idempotent: a running engine and an existing image are kept. Used by .ci/run; see CONTRIBUTING.md.
 set -euo pipefail
 apt_install() { # install Debian packages, refreshing the package lists once if they are missing
   apt-get install -y --no-install-recommends "$@" || { apt-get update && apt-get install -y --no-install-recommends "$@"; }
@@ -8,7 +10,7 @@ apt_install() { # install Debian packages, refreshing the package lists once if 
 debian_mirror() { grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -v -- '-security' | head -1; }
 export DEBIAN_FRONTEND=noninteractive
 command -v dockerd >/dev/null || apt_install docker.io debootstrap jq
-# OCI runtime wrapper: no CAP_SYS_RESOURCE here, so negative oom_score_adj (kubelet: -998) must be clamped to 0.
+# OCI runtime wrapper: without CAP_SYS_RESOURCE (as on our CI machines), so negative oom_score_adj (kubelet: -998) must be clamped to 0.
 cat > /usr/local/bin/runc-clamp-oom <<'SH'
 #!/bin/bash
 bundle=""; prev=""

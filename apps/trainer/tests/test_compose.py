@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from patchgym_envs import EnvConfig
 from patchgym_trainer.compose import GROUPS, compose, group_options
 from patchgym_trainer.errors import ConfigError
 
@@ -28,7 +29,7 @@ def test_every_group_option_composes(group: str, option: str) -> None:
         extra = ["model.path=/models/x"]
     cfg = compose([f"{group}={option}", *extra])
     node = getattr(cfg, group)
-    assert (node.get("type") if isinstance(node, dict) else node.name) in (
+    assert (node.type if group == "sandbox" else node.name) in (
         option,
         "debug_gym",
         option.replace("_", "-"),
@@ -37,7 +38,7 @@ def test_every_group_option_composes(group: str, option: str) -> None:
 
 def test_default_is_bundled_on_local() -> None:
     cfg = compose([])
-    assert cfg.sandbox == {"type": "local"}
+    assert cfg.sandbox.type == "local" and cfg.env.sandbox is cfg.sandbox
     assert cfg.dataset.source == "bundled"
     assert cfg.validate_.patches == ["gold", "empty"]
 
@@ -51,7 +52,7 @@ def test_ags_swebench_recipe() -> None:
     assert (t.gpu_memory_utilization, t.gpus_per_node, t.total_epochs) == (0.5, 8, 2)
     assert cfg.dataset.name == "r2e_gym_subset" and cfg.dataset.sort_by_image
     assert cfg.val_dataset is not None and cfg.val_dataset.name == "swe_bench_lite"
-    assert cfg.sandbox["type"] == "ags"
+    assert cfg.sandbox.type == "ags"
 
 
 def test_smoke_preset_is_one_gpu_two_steps() -> None:
@@ -66,7 +67,7 @@ def test_command_line_beats_preset() -> None:
 
 def test_overrides_from_the_issue() -> None:
     cfg = compose(["sandbox=docker", "dataset=file", "dataset.path=x.jsonl"])
-    assert cfg.sandbox["type"] == "docker" and cfg.dataset.path == "x.jsonl"
+    assert cfg.sandbox.type == "docker" and cfg.dataset.path == "x.jsonl"
 
 
 @pytest.mark.parametrize(
@@ -88,3 +89,11 @@ def test_config_errors_name_key_and_choices(overrides: list[str], needles: list[
         compose(overrides)
     for needle in needles:
         assert needle in str(info.value), (needle, str(info.value))
+
+
+def test_one_env_object_holds_the_sandbox_and_scaffold() -> None:
+    cfg = compose(["sandbox=docker", "agent=sweagent", "env.step_timeout_s=30"])
+    assert cfg.env.sandbox is cfg.sandbox and cfg.sandbox.type == "docker"
+    assert cfg.env.scaffold == cfg.agent.scaffold == "sweagent"
+    assert cfg.env.step_timeout_s == 30 and cfg.env.max_steps == EnvConfig().max_steps
+    assert cfg.env_node()["sandbox"]["type"] == "docker"

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from patchgym_sandbox.registry import load_config
 from patchgym_trainer.preflight import rules
 from patchgym_trainer.schema import TrainSettings
 
@@ -96,7 +97,7 @@ def test_sandbox_budget(
             ppo_mini_batch_size=4,
             expected_episode_s=360,
         ),
-        sandbox,
+        load_config(sandbox),
         train_rows=rows,
         val_rows=None,
     )
@@ -115,7 +116,7 @@ def test_sandbox_budget_counts_validation_passes() -> None:
         test_freq=10,
         val_before_train=True,
     )
-    check = rules.sandbox_budget(t, {"type": "local"}, train_rows=400, val_rows=300)
+    check = rules.sandbox_budget(t, load_config({"type": "local"}), train_rows=400, val_rows=300)
     # 100 steps: validation before training and at steps 10, 20, ... 100 = 11 passes
     assert "+ 3300 validation" in check.detail
 
@@ -184,3 +185,17 @@ def test_tensor_parallel(gpus: int, tp: int, status: str) -> None:
         rules.tensor_parallel(train(gpus_per_node=gpus, tensor_model_parallel_size=tp)).status
         == status
     )
+
+
+def test_backend_checks_come_from_the_backend(tmp_path: Any, monkeypatch: Any) -> None:
+    from patchgym_trainer.preflight import probes
+
+    monkeypatch.delenv("E2B_API_KEY", raising=False)
+    (local,) = probes.credentials(load_config({"type": "local"}))
+    assert local.status == "pass"
+    (k8s,) = probes.credentials(load_config({"type": "k8s", "kubeconfig": str(tmp_path / "x")}))
+    assert k8s.status == "fail" and "KUBECONFIG" in k8s.fix
+    (ags,) = probes.credentials(load_config({"type": "ags"}))
+    assert ags.status == "fail" and "E2B_API_KEY" in ags.fix
+    (ok,) = probes.credentials(load_config({"type": "ags", "api_key": "k"}))
+    assert ok.status == "pass"

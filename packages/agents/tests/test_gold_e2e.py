@@ -28,7 +28,9 @@ async def test_gold_resolves_every_bundled_task(
     summary = await rollout(
         tasks,
         GoldPatchPolicy(),
-        RolloutConfig(scaffold=scaffold, concurrency=3, output_dir=tmp_path, progress=False),
+        RolloutConfig(
+            env={"scaffold": scaffold}, concurrency=3, output_dir=tmp_path, progress=False
+        ),
         backend=backend,
     )
     assert summary.graded == summary.resolved == len(tasks), summary
@@ -46,11 +48,13 @@ async def test_gold_resolves_every_bundled_task(
 async def test_gold_apply_mode_and_empty_patch(scaffold: str, backend: SandboxBackend) -> None:
     task = bundled_task("ledger")
     applied = await run_episode(
-        task, GoldPatchPolicy(mode="apply"), scaffold=scaffold, backend=backend
+        task, GoldPatchPolicy(mode="apply"), env={"scaffold": scaffold}, backend=backend
     )
     assert applied.status == "graded" and applied.resolved, applied.trajectory["steps"]
     assert "git apply" in str(applied.trajectory["steps"])
-    empty = await run_episode(task, GoldPatchPolicy(empty=True), scaffold=scaffold, backend=backend)
+    empty = await run_episode(
+        task, GoldPatchPolicy(empty=True), env={"scaffold": scaffold}, backend=backend
+    )
     assert empty.status == "graded" and empty.resolved is False
     assert empty.steps == 1
 
@@ -75,7 +79,7 @@ async def test_gold_falls_back_to_git_apply_when_an_edit_fails(backend: SandboxB
                 return await dup.generate(messages, tools=tools, episode=episode)
             return await policy.generate(messages, tools=tools, episode=episode)
 
-    res = await run_episode(task, DupThenGold(), scaffold="r2egym", backend=backend)
+    res = await run_episode(task, DupThenGold(), env={"scaffold": "r2egym"}, backend=backend)
     observations = [s["info"]["next_observation"] for s in res.trajectory["steps"]]
     assert any("appears" in o and "times" in o for o in observations), observations
     assert "git apply" in str(res.trajectory["steps"])

@@ -125,7 +125,9 @@ async def test_gold_patch_through_repair_resolves_every_bundled_task(
     summary = await rollout(
         tasks,
         GoldPatchPolicy(),
-        RolloutConfig(scaffold="graph-planner", concurrency=3, output_dir=tmp_path, progress=False),
+        RolloutConfig(
+            env={"scaffold": "graph-planner"}, concurrency=3, output_dir=tmp_path, progress=False
+        ),
         backend=backend,
     )
     assert summary.graded == summary.resolved == len(tasks), summary
@@ -159,7 +161,9 @@ async def test_malformed_json_takes_a_fallback_step(backend: SandboxBackend) -> 
         ),
         json.dumps({"action": "submit"}),
     ]
-    res = await run_episode(task, ScriptedPolicy(script), scaffold="graph-planner", backend=backend)
+    res = await run_episode(
+        task, ScriptedPolicy(script), env={"scaffold": "graph-planner"}, backend=backend
+    )
     assert res.status == "graded" and res.resolved, res
     assert res.model_steps == res.steps == 5 and res.format_errors == 2
     info = res.trajectory["info"]
@@ -181,7 +185,9 @@ async def test_rule_planner_without_a_model(backend: SandboxBackend, tmp_path: P
     summary = await rollout(
         tasks,
         RulePlannerPolicy(),
-        RolloutConfig(scaffold="graph-planner", concurrency=3, output_dir=tmp_path, progress=False),
+        RolloutConfig(
+            env={"scaffold": "graph-planner"}, concurrency=3, output_dir=tmp_path, progress=False
+        ),
         backend=backend,
     )
     assert summary.graded == len(tasks) and summary.infra_failed == 0
@@ -239,8 +245,7 @@ async def test_graph_planner_on_docker(tmp_path: Path) -> None:
             tasks,
             policy,
             RolloutConfig(
-                scaffold="graph-planner",
-                sandbox={"type": "docker"},
+                env={"scaffold": "graph-planner", "sandbox": {"type": "docker"}},
                 output_dir=tmp_path / policy.name,
                 progress=False,
             ),

@@ -52,7 +52,7 @@ async def test_native_tool_calls_with_retries(backend: SandboxBackend) -> None:
         p = policy(server)
         try:
             res = await run_episode(
-                bundled_task("romanum"), p, scaffold="sweagent", backend=backend
+                bundled_task("romanum"), p, env={"scaffold": "sweagent"}, backend=backend
             )
         finally:
             await p.aclose()
@@ -92,7 +92,9 @@ async def test_text_format_through_openai(backend: SandboxBackend) -> None:
     with ChatServer(script) as server:
         p = policy(server)
         try:
-            res = await run_episode(bundled_task("romanum"), p, scaffold="r2egym", backend=backend)
+            res = await run_episode(
+                bundled_task("romanum"), p, env={"scaffold": "r2egym"}, backend=backend
+            )
         finally:
             await p.aclose()
     assert res.status == "graded" and res.resolved, res
@@ -111,7 +113,9 @@ async def test_context_overflow_ends_and_grades(backend: SandboxBackend) -> None
     script: list[Any] = [{"content": None, "tool_calls": [edit]}, "context"]
     with ChatServer(script) as server:
         p = policy(server)
-        res = await run_episode(bundled_task("romanum"), p, scaffold="sweagent", backend=backend)
+        res = await run_episode(
+            bundled_task("romanum"), p, env={"scaffold": "sweagent"}, backend=backend
+        )
         await p.aclose()
     assert res.status == "graded" and res.done_reason == "context_exceeded", res
     assert res.resolved is True and res.steps == 1

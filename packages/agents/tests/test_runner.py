@@ -104,7 +104,7 @@ async def test_torn_last_line_is_ignored_and_repaired(
     tmp_path: Path, local_config: dict[str, Any]
 ) -> None:
     out = tmp_path / "run"
-    config = RolloutConfig(sandbox=local_config, output_dir=out, progress=False)
+    config = RolloutConfig(env={"sandbox": local_config}, output_dir=out, progress=False)
     tasks = bundled_tasks()[:2]
     await rollout(tasks[:1], GoldPatchPolicy(), config)
     with (out / "trajectories.jsonl").open("a") as fh:

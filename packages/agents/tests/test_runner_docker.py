@@ -1,7 +1,7 @@
 """The runner on the real Docker engine: a container removed mid-episode is infra, not a 0.
 
 Needs the docker CLI, a running engine, ``local/bookworm-py`` (built by
-``/work/shared/infra/docker-up.sh``) and the ``docker`` backend (this package's test
+``ci/engines/docker-up.sh``) and the ``docker`` backend (this package's test
 group installs it; the code under test reaches it only through ``create_backend``).
 Skips with the reason otherwise, or fails under ``PATCHGYM_REQUIRE_ENGINES=1``.
 """
@@ -30,7 +30,7 @@ def _docker_ready() -> str | None:
         return "docker CLI not installed"
     ok = subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True)
     if ok.returncode != 0:
-        return f"docker engine not reachable or {BASE_IMAGE} missing (run /work/shared/infra/docker-up.sh)"
+        return f"docker engine not reachable or {BASE_IMAGE} missing (run ci/engines/docker-up.sh)"
     return None
 
 
@@ -47,10 +47,10 @@ async def test_sixteen_on_docker_one_container_removed(tmp_path: Path) -> None:
         concurrency=16,
         infra_retries=0,
         output_dir=tmp_path / "run",
-        run_id=f"agents-test-{uuid.uuid4().hex[:8]}",
+        env={"run_id": f"agents-test-{uuid.uuid4().hex[:8]}"},
         progress=False,
     )
-    policy = KillOne(backend, victim, run_id=config.run_id)
+    policy = KillOne(backend, victim, run_id=config.env.run_id)
     seen: list[EpisodeResult] = []
     try:
         summary = await rollout(tasks, policy, config, backend=backend, on_result=seen.append)
@@ -69,7 +69,7 @@ async def test_sixteen_on_docker_one_container_removed(tmp_path: Path) -> None:
         assert summary2.resolved == 16
     finally:
         await backend.reap(
-            {"patchgym.run-id": config.run_id or summary_run_id(config)}, expired=False
+            {"patchgym.run-id": config.env.run_id or summary_run_id(config)}, expired=False
         )
         await backend.aclose()
 

@@ -61,7 +61,7 @@ async def test_episode_budget_ends_and_grades_what_is_there(backend: SandboxBack
         bundled_task("romanum"),
         SlowAfterFirstTurn([FIX, "<function=finish></function>"]),
         backend=backend,
-        episode_timeout_s=4.0,
+        env={"episode_timeout_s": 4.0},
     )
     assert res.status == "graded" and res.done_reason == "timeout", res
     assert res.resolved is True  # the edit made before the budget ran out is graded
@@ -85,7 +85,7 @@ async def test_step_timeout_kills_a_hanging_command(backend: SandboxBackend) -> 
         bundled_task("romanum"),
         ScriptedPolicy(script),
         backend=backend,
-        env_args={"step_timeout_s": 2},
+        env={"step_timeout_s": 2},
     )
     assert res.status == "graded" and res.resolved is False
     obs = Trajectory.from_rllm(res.trajectory).steps[0].next_observation or ""
@@ -96,7 +96,7 @@ async def test_step_timeout_kills_a_hanging_command(backend: SandboxBackend) -> 
 async def test_max_steps_ends_and_grades(backend: SandboxBackend) -> None:
     script = [FIX, *["<function=execute_bash><parameter=cmd>ls</parameter></function>"] * 5]
     res = await run_episode(
-        bundled_task("romanum"), ScriptedPolicy(script), backend=backend, env_args={"max_steps": 3}
+        bundled_task("romanum"), ScriptedPolicy(script), backend=backend, env={"max_steps": 3}
     )
     assert res.status == "graded" and res.done_reason == "max_steps" and res.resolved is True
     assert res.steps == 3

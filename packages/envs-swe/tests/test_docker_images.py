@@ -1,7 +1,7 @@
 """The bundled tasks' Docker images: gold resolves, empty does not, on the real engine.
 
 Needs the docker CLI, a running engine and ``local/bookworm-py`` (built by
-``/work/shared/infra/docker-up.sh``); skips with the reason otherwise, or fails when
+``ci/engines/docker-up.sh``); skips with the reason otherwise, or fails when
 ``PATCHGYM_REQUIRE_ENGINES=1`` (as in CI). The sandbox here
 is a thin docker-CLI adapter over the grading protocol (envs never import a backend
 package; the docker backend's own end-to-end run belongs to the trainer's validate).
@@ -30,7 +30,7 @@ def _docker_ready() -> str | None:
         ["docker", "image", "inspect", BASE_IMAGE], capture_output=True, check=False
     )
     if ok.returncode != 0:
-        return f"docker engine not reachable or {BASE_IMAGE} missing (run /work/shared/infra/docker-up.sh)"
+        return f"docker engine not reachable or {BASE_IMAGE} missing (run ci/engines/docker-up.sh)"
     return None
 
 

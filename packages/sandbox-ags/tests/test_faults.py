@@ -32,7 +32,7 @@ def config(standin: Any, **extra: Any) -> dict[str, Any]:
         "api_url": standin.url,
         "sandbox_url": standin.url,
         "template": "base",
-        "backoff_base_s": 0.05,
+        "create_retry": {"attempts": 9, "base_s": 0.05},
         **extra,
     }
 
@@ -93,7 +93,7 @@ async def test_unavailable_then_success(standin: Any, faults: Faults, backend: A
 
 async def test_rate_limited_for_good_raises_typed_error(standin: Any, faults: Faults) -> None:
     faults.create_rate_limited, faults.retry_after_s = 100, 0
-    b = create_backend(config(standin, create_retries=1))
+    b = create_backend(config(standin, create_retry={"attempts": 2, "base_s": 0.05}))
     with pytest.raises(RateLimited) as info:
         await b.sandbox(SandboxSpec()).start()
     assert API_KEY not in str(info.value)
@@ -143,10 +143,10 @@ async def test_raw_sdk_deadline_depends_on_the_server(standin: Any, faults: Faul
 
 
 async def test_unknown_template_or_image_is_image_not_found(standin: Any) -> None:
-    b = create_backend(config(standin, create_retries=0))
+    b = create_backend(config(standin, create_retry={"attempts": 1}))
     with pytest.raises(ImageNotFound):
         await b.sandbox(SandboxSpec(template="no-such-tool")).start()
-    ags = create_backend({**config(standin, create_retries=0), "type": "ags"})
+    ags = create_backend({**config(standin, create_retry={"attempts": 1}), "type": "ags"})
     with pytest.raises(ImageNotFound):
         await ags.sandbox(SandboxSpec(image="registry.example/missing:9")).start()
 
@@ -210,7 +210,7 @@ async def test_api_key_never_leaks(
         texts.append(repr(sb))
         texts.append((await sb.exec("env")).output)
     wrong = "e2b_wrong-key-that-must-not-leak"
-    bad = create_backend({**config(standin), "api_key": wrong, "create_retries": 0})
+    bad = create_backend({**config(standin), "api_key": wrong, "create_retry": {"attempts": 1}})
     with pytest.raises(ConfigError) as info:
         await bad.sandbox(SandboxSpec()).start()
     texts += [str(info.value), repr(info.value)]

@@ -49,7 +49,7 @@ def _engine_problem() -> str | None:
         client.ping()
         client.close()
     except Exception as exc:
-        return f"no Docker engine reachable ({exc}); start one with /work/shared/infra/docker-up.sh"
+        return f"no Docker engine reachable ({exc}); start one with ci/engines/docker-up.sh"
     return None
 
 

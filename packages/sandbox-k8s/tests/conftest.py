@@ -1,7 +1,7 @@
 """Fixtures for the k8s backend tests: a real cluster, a test image, no leaked pods.
 
 The cluster is found through ``$KUBECONFIG`` (default ``/tmp/k8s/kubeconfig``, where
-``/work/shared/infra/k8s-up.sh`` writes it). Tests skip, saying why, only when no API
+``ci/engines/k8s-up.sh`` writes it). Tests skip, saying why, only when no API
 server answers. Every backend built here stamps a per-session label, so the leak check
 only sees this session's pods.
 """
@@ -50,7 +50,7 @@ def session_config(**overrides: Any) -> dict[str, Any]:
         "host_network": HOST_NETWORK,
         "labels": {SESSION_LABEL: SESSION_ID},
         "create_timeout_s": 120,
-        "create_backoff_s": [0.2, 0.4, 0.8],
+        "create_retry": {"attempts": 4, "base_s": 0.2, "max_s": 0.8},
     }
     base.update(overrides)
     return base
@@ -58,7 +58,7 @@ def session_config(**overrides: Any) -> dict[str, Any]:
 
 def _cluster_problem() -> str | None:
     if not Path(KUBECONFIG).exists():
-        return f"no kubeconfig at {KUBECONFIG}; start a cluster with /work/shared/infra/k8s-up.sh or set KUBECONFIG"
+        return f"no kubeconfig at {KUBECONFIG}; start a cluster with ci/engines/k8s-up.sh or set KUBECONFIG"
     try:
         from kubernetes import client, config
 

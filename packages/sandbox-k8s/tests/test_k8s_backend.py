@@ -12,8 +12,8 @@ import pytest_asyncio
 
 from patchgym_k8s import metadata
 from patchgym_k8s.backend import K8sBackend
-from patchgym_k8s.create import create_pod, jittered
-from patchgym_k8s.errors import ApiFailure, retry_after
+from patchgym_k8s.create import create_pod
+from patchgym_k8s.errors import ApiFailure
 from patchgym_k8s.manifest import pod_manifest
 from patchgym_sandbox import (
     ConfigError,
@@ -23,6 +23,7 @@ from patchgym_sandbox import (
     load_config,
 )
 from patchgym_sandbox import labels as L
+from patchgym_sandbox.retry import RetryPolicy
 
 
 @pytest_asyncio.fixture
@@ -48,7 +49,9 @@ def spec(test_image: str) -> SandboxSpec:
 
 def test_registered_and_validated() -> None:
     assert "k8s" in available_backends()
-    cfg = load_config({"type": "k8s", "namespace": "sb", "create_backoff_s": [1, 2]})
+    cfg = load_config(
+        {"type": "k8s", "namespace": "sb", "create_retry": {"attempts": 3, "base_s": 1}}
+    )
     assert cfg.type == "k8s"
     with pytest.raises(ConfigError, match="namepsace"):
         load_config({"type": "k8s", "namepsace": "typo"})
@@ -98,12 +101,6 @@ def test_manifest_carries_the_config(k8s_config: Callable[..., dict[str, Any]]) 
         pod_manifest(cfg, SandboxSpec(image="i", user="alice"), "pg-y", "n")
 
 
-def test_retry_helpers() -> None:
-    assert retry_after({"Retry-After": "7"}) == 7.0
-    assert retry_after({"Retry-After": "soon"}) is None
-    assert all(3.75 <= jittered(5.0) <= 6.25 for _ in range(100))
-
-
 @pytest.mark.asyncio
 async def test_pod_shape_on_the_cluster(backend: K8sBackend, spec: SandboxSpec) -> None:
     async with backend.sandbox(spec) as sb:
@@ -143,16 +140,20 @@ async def test_create_adopts_own_pod_and_refuses_a_foreign_one(
     body = pod_manifest(cfg, spec, "pg-adopt-" + spec.run_id.replace("_", "-")[:20], "nonce-a")  # type: ignore[union-attr]
     name = body["metadata"]["name"]
     try:
-        first = await asyncio.to_thread(create_pod, backend.api, body, [])
+        first = await asyncio.to_thread(create_pod, backend.api, body, RetryPolicy(attempts=1))
         again = await asyncio.to_thread(
-            create_pod, backend.api, body, []
+            create_pod, backend.api, body, RetryPolicy(attempts=1)
         )  # a retried POST that had landed
         assert again["metadata"]["uid"] == first["metadata"]["uid"]
         foreign = pod_manifest(cfg, spec, name, "nonce-b")
         slept: list[float] = []
         with pytest.raises(ApiFailure, match="409") as info:
             await asyncio.to_thread(
-                create_pod, backend.api, foreign, [0.01, 0.02], sleep=slept.append
+                create_pod,
+                backend.api,
+                foreign,
+                RetryPolicy(attempts=3, base_s=0.01, max_s=0.02),
+                sleep=slept.append,
             )
         assert info.value.status == 409 and len(slept) == 2  # 409 is retried with the backoff
     finally:

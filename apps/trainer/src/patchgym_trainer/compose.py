@@ -68,6 +68,8 @@ def describe_validation(exc: ValidationError) -> str:
         elif err["type"] == "literal_error":
             allowed = err.get("ctx", {}).get("expected", "")
             msg = f"got {err.get('input')!r}; allowed: {allowed}"
+        elif err["type"] == "value_error":
+            msg = msg.removeprefix("Value error, ")
         lines.append(f"{key}: {msg}")
     return "invalid config: " + "; ".join(lines)
 

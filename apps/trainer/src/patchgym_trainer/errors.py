@@ -11,9 +11,5 @@ class ConfigError(TrainerError, ValueError):
     """A composed config is invalid: the message names the key and the allowed values."""
 
 
-class PreflightFailed(TrainerError):
-    """``train`` refused to start: preflight found blocking problems."""
-
-
 class MissingExtra(TrainerError, ImportError):
     """An optional engine (verl, rLLM, vLLM) is not installed: the message says how to install it."""

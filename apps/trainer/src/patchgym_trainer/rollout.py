@@ -106,22 +106,17 @@ async def run_rollout(cfg: AppConfig, out_dir: Path, console: Console) -> Rollou
     tasks = load_dataset(cfg.dataset).tasks
     policy = await make_policy(cfg)
     rc = RolloutConfig(
-        sandbox=dict(cfg.sandbox),
-        scaffold=cfg.agent.scaffold,
+        env=cfg.env,
         tool_format=cfg.rollout.tool_format or cfg.agent.tool_format,
         samples=cfg.rollout.samples,
         concurrency=cfg.rollout.concurrency,
-        max_steps=cfg.env.max_steps,
-        episode_timeout_s=cfg.env.episode_timeout_s,
-        step_timeout_s=cfg.env.step_timeout_s,
         model_timeout_s=cfg.rollout.request_timeout_s,
         max_context_tokens=cfg.agent.max_context_tokens,
         output_dir=out_dir,
-        env_args={"max_observation_chars": cfg.env.max_observation_chars},
     )
     console.print(
         f"rollout: {len(tasks)} tasks × {rc.samples} samples, policy {cfg.rollout.policy}, "
-        f"scaffold {rc.scaffold}, sandbox {cfg.sandbox.get('type')} → {out_dir}"
+        f"scaffold {cfg.env.scaffold}, sandbox {cfg.sandbox.type} → {out_dir}"
     )
     try:
         summary = await rollout(tasks, policy, rc)

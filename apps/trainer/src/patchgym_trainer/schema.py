@@ -2,15 +2,28 @@
 
 Hydra composes the groups; pydantic then checks every key, so a typo or a bad value is
 an error that names the key and the allowed values (see :mod:`patchgym_trainer.compose`).
-The ``sandbox`` node stays a mapping: the sandbox registry validates it against the
-installed backend's own config class.
+The ``sandbox`` node is validated here, once, into the installed backend's own config
+class (the sandbox registry's two-step validation), and ``env`` is the envs package's
+``EnvConfig`` itself: one object, holding that sandbox and the agent's scaffold, goes to
+every command (validate, rollout, the verl loop, the rLLM adapters).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    field_validator,
+    model_validator,
+)
+
+from patchgym_envs import EnvConfig
+from patchgym_sandbox import BackendConfig
+from patchgym_sandbox.registry import load_config
 
 
 class _Strict(BaseModel):
@@ -47,13 +60,6 @@ class DatasetConfig(_Strict):
         if self.source == "file" and not self.path:
             raise ValueError("dataset=file needs dataset.path=<JSONL, parquet or folder>")
         return self
-
-
-class EnvSettings(_Strict):
-    max_steps: int = Field(default=40, gt=0)
-    episode_timeout_s: float = Field(default=1800.0, gt=0)
-    step_timeout_s: float = Field(default=120.0, gt=0)
-    max_observation_chars: int = Field(default=12_000, ge=500)
 
 
 class AgentConfig(_Strict):
@@ -157,13 +163,15 @@ class AppConfig(_Strict):
     """One composed ``patchgym`` config."""
 
     run: RunConfig = Field(default_factory=RunConfig)
-    sandbox: dict[str, Any]
+    sandbox: SerializeAsAny[BackendConfig]
+    """The ``sandbox=<backend>`` group, as the backend's own config class."""
     dataset: DatasetConfig
     val_dataset: DatasetConfig | None = None
     agent: AgentConfig
     algorithm: AlgorithmConfig
     model: ModelConfig
-    env: EnvSettings = Field(default_factory=EnvSettings)
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    """Episode settings; ``env.sandbox`` is ``sandbox`` and ``env.scaffold`` is ``agent.scaffold``."""
     validate_: ValidateSettings = Field(default_factory=ValidateSettings, alias="validate")
     rollout: RolloutSettings = Field(default_factory=RolloutSettings)
     train: TrainSettings = Field(default_factory=TrainSettings)
@@ -171,10 +179,30 @@ class AppConfig(_Strict):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    def env_args(self) -> dict[str, Any]:
-        """Arguments of ``patchgym_envs.SWEEnv`` / ``EnvConfig``."""
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _backend_config(cls, value: Any) -> BackendConfig:
+        return load_config(value)
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_defaults(cls, value: Any) -> Any:
+        """``null`` in the YAML ``env`` node means: EnvConfig's own default."""
+        if isinstance(value, dict):
+            return {k: v for k, v in value.items() if v is not None}
+        return value
+
+    @model_validator(mode="after")
+    def _one_env(self) -> AppConfig:
+        self.env = self.env.model_copy(
+            update={"sandbox": self.sandbox, "scaffold": self.agent.scaffold}
+        )
+        return self
+
+    def env_node(self) -> dict[str, Any]:
+        """``env`` as plain data, for a process that validates it again (verl's agent loop
+        reads it from a YAML file); secrets in the sandbox node are kept, not masked."""
         return {
-            "sandbox": dict(self.sandbox),
-            "scaffold": self.agent.scaffold,
-            **self.env.model_dump(),
+            **self.env.model_dump(mode="json", exclude={"sandbox"}),
+            "sandbox": self.sandbox.node(),
         }

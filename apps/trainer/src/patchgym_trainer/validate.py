@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from patchgym_envs import Task, evaluate_patch
+from patchgym_envs import EnvConfig, Task, evaluate_patch
 from patchgym_sandbox import SandboxBackend, create_backend
 from patchgym_sandbox import labels as L
 from patchgym_trainer import report
@@ -71,12 +71,12 @@ class ValidateSummary(BaseModel):
 
 
 async def evaluate_one(
-    task: Task, kind: PatchKind, backend: SandboxBackend, *, run_id: str
+    task: Task, kind: PatchKind, backend: SandboxBackend, *, run_id: str, env: EnvConfig
 ) -> PatchResult:
     patch = task.gold_patch if kind == "gold" else ""
     expected = kind == "gold"
     t0 = time.monotonic()
-    verdict = await evaluate_patch(task, patch, backend, run_id=run_id)
+    verdict = await evaluate_patch(task, patch, backend, run_id=run_id, env=env)
     elapsed = time.monotonic() - t0
     if verdict.infra_error is not None:
         outcome: Outcome = "infra"
@@ -147,7 +147,7 @@ async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> Valid
     run_id = f"validate-{int(time.time())}"
     sem = asyncio.Semaphore(cfg.validate_.concurrency)
     results: list[PatchResult] = []
-    backend_name = cfg.sandbox.get("type")
+    backend_name = cfg.sandbox.type
     console.print(
         f"validating {len(tasks)} tasks × {'+'.join(kinds)} patch on [bold]{backend_name}[/] "
         f"(dataset {cfg.dataset.name}, concurrency {cfg.validate_.concurrency}, run {run_id})"
@@ -168,7 +168,7 @@ async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> Valid
 
             async def one(task: Task, kind: PatchKind) -> None:
                 async with sem:
-                    res = await evaluate_one(task, kind, backend, run_id=run_id)
+                    res = await evaluate_one(task, kind, backend, run_id=run_id, env=cfg.env)
                 results.append(res)
                 bad = sum(r.outcome != "ok" for r in results)
                 progress.update(
@@ -229,11 +229,11 @@ def write_report(
         [r.outcome for r in results],
         [r.duration_s for r in results],
         out_dir / "chart.png",
-        title=f"patchgym validate — {cfg.dataset.name} on {cfg.sandbox.get('type')}",
+        title=f"patchgym validate — {cfg.dataset.name} on {cfg.sandbox.type}",
     )
     report.write_html(
         out_dir / "report.html",
-        title=f"patchgym validate — {cfg.dataset.name} on {cfg.sandbox.get('type')}",
+        title=f"patchgym validate — {cfg.dataset.name} on {cfg.sandbox.type}",
         summary={
             "tasks": summary.tasks,
             "ok": summary.ok,
@@ -241,7 +241,7 @@ def write_report(
             "infra errors": ", ".join(summary.infra) or "none",
             "wall time (s)": summary.wall_s,
             "dataset": cfg.dataset.name,
-            "sandbox": cfg.sandbox.get("type"),
+            "sandbox": cfg.sandbox.type,
         },
         columns=["task_id", "outcome", "gold", "empty", "duration_s", "note"],
         rows=[r.model_dump() for r in rows],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from patchgym_envs import (
+    EnvConfig,
     Scaffold,
     SWEEnv,
     Task,
@@ -42,6 +43,7 @@ __all__ = [
     "MAX_ACTION_DEPTH",
     "PARAM_OPEN",
     "ActionTooLarge",
+    "EnvConfig",
     "ExploreAction",
     "GraphAction",
     "MemoryAction",

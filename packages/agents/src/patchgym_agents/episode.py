@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from patchgym_agents.agent_factory import make_agent
-from patchgym_agents.envs_api import SWEEnv, Task
+from patchgym_agents.envs_api import EnvConfig, SWEEnv, Task
 from patchgym_agents.history import ContextBudget
 from patchgym_agents.policies.base import (
     ContextLengthExceeded,
@@ -84,20 +84,23 @@ async def run_episode(
     task: Task,
     policy: Policy,
     *,
-    scaffold: str = "r2egym",
+    env: EnvConfig | Mapping[str, Any] | None = None,
     tool_format: ToolFormat | None = None,
     backend: SandboxBackend | None = None,
-    env_args: Mapping[str, Any] | None = None,
     budget: ContextBudget | int | None = None,
     sample: int = 0,
     attempt: int = 1,
-    episode_timeout_s: float = 1800.0,
     model_timeout_s: float = 600.0,
     live: set[SWEEnv] | None = None,
 ) -> EpisodeResult:
-    """Run ``task`` to the end with ``policy``; never raises for task, policy or infra trouble."""
-    args = {**(env_args or {}), "scaffold": scaffold, "episode_timeout_s": episode_timeout_s}
-    env = SWEEnv(task, backend=backend, idx=f"s{sample}a{attempt}", **args)
+    """Run ``task`` to the end with ``policy``; never raises for task, policy or infra trouble.
+
+    ``env``: the episode settings (an ``EnvConfig``, passed down as is, or a mapping of its
+    fields; None: the defaults). The scaffold and the episode budget are read from it.
+    """
+    config = env if isinstance(env, EnvConfig) else EnvConfig.model_validate(dict(env or {}))
+    scaffold, episode_timeout_s = config.scaffold, config.episode_timeout_s
+    sweenv = SWEEnv(task, config=config, backend=backend, idx=f"s{sample}a{attempt}")
     agent = make_agent(scaffold, tool_format=tool_format, budget=budget, workdir=task.workdir)
     ctx = EpisodeContext(
         task=task, scaffold=agent.scaffold, tool_format=agent.tool_format, sample=sample
@@ -109,9 +112,9 @@ async def run_episode(
     info: dict[str, Any] = {}
     steps = 0
     if live is not None:
-        live.add(env)
+        live.add(sweenv)
     try:
-        obs, info = await env.areset()
+        obs, info = await sweenv.areset()
         agent.update_from_env(obs, 0.0, False, info)
         done = False
         while not done:
@@ -127,7 +130,7 @@ async def run_episode(
             usage += reply.usage
             action = agent.update_from_model(reply)
             t0 = time.monotonic()
-            obs, reward, done, info = await env.astep(action)
+            obs, reward, done, info = await sweenv.astep(action)
             took = time.monotonic() - t0
             steps += 1
             if steps == 1:
@@ -143,11 +146,11 @@ async def run_episode(
         res.update(status="infra_error", infra_error=f"{type(exc).__name__}: {exc}")
     except (TimeoutError, ContextLengthExceeded) as exc:
         res["done_reason"] = "timeout" if isinstance(exc, TimeoutError) else "context_exceeded"
-        if env.sandbox is not None:  # grade what the agent left behind
+        if sweenv.sandbox is not None:  # grade what the agent left behind
             t0 = time.monotonic()
-            await env.acompute_final_reward()
+            await sweenv.acompute_final_reward()
             t.grading_s += time.monotonic() - t0
-            graded = env.verdict
+            graded = sweenv.verdict
             if graded is None or graded.infra_error:
                 why = graded.infra_error if graded else "grading after the early end failed"
                 res.update(status="infra_error", infra_error=why)
@@ -158,13 +161,13 @@ async def run_episode(
         res.update(status="error", error=f"{type(exc).__name__}: {exc}")
     finally:
         try:
-            await env.aclose()
+            await sweenv.aclose()
         finally:
             if live is not None:
-                live.discard(env)
+                live.discard(sweenv)
     t.total_s = time.monotonic() - start
     verdict: dict[str, Any] | None = info.get("verdict") or (
-        env.verdict.model_dump(mode="json") if env.verdict else None
+        sweenv.verdict.model_dump(mode="json") if sweenv.verdict else None
     )
     if res["status"] == "graded":
         resolved = bool(verdict and verdict.get("resolved"))

@@ -14,6 +14,7 @@ from patchgym_envs.bundled import (
     image_for,
     resolve_template,
 )
+from patchgym_envs.config import EnvConfig
 from patchgym_envs.converters import (
     CONVERTERS,
     ConversionReport,
@@ -23,7 +24,7 @@ from patchgym_envs.converters import (
     convert_rows,
     detect_format,
 )
-from patchgym_envs.env import EnvConfig, SWEEnv
+from patchgym_envs.env import SWEEnv
 from patchgym_envs.errors import (
     BadRowError,
     DatasetError,

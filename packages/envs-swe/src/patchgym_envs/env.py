@@ -28,15 +28,13 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from patchgym_envs import cleanup, grading, rllm_compat
+from patchgym_envs.config import ENV_ARG_KEYS, EnvConfig
 from patchgym_envs.converters import ConvertOptions, convert_row
 from patchgym_envs.evaluate import evaluate_patch
 from patchgym_envs.grading import Verdict
 from patchgym_envs.looprunner import LoopRunner
 from patchgym_envs.sandboxes import (
-    DEFAULT_RESOURCES,
     current_patch,
     ensure_alive,
     run_setup,
@@ -53,14 +51,11 @@ from patchgym_envs.tools import (
     to_tool_call,
 )
 from patchgym_envs.tools.markup import (
-    MAX_ACTION_BYTES,
-    MAX_ACTION_DEPTH,
     ActionTooLarge,
     check_value,
 )
 from patchgym_sandbox import (
     InfraError,
-    Resources,
     Sandbox,
     SandboxBackend,
     SandboxClosed,
@@ -73,56 +68,9 @@ _log = logging.getLogger(__name__)
 DoneReason = Literal["submitted", "max_steps", "timeout", "infra_error", "closed"]
 
 
-class EnvConfig(BaseModel):
-    """Environment arguments (the ``env_args`` of rLLM, a Hydra ``env`` node)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    sandbox: dict[str, Any] = Field(default_factory=lambda: {"type": "local"})
-    """Backend config, validated by ``patchgym_sandbox.create_backend``."""
-    scaffold: str = "r2egym"
-    max_steps: int = Field(default=40, gt=0)
-    episode_timeout_s: float = Field(default=1800.0, gt=0)
-    """Wall-clock budget from the first step (sandbox creation included) to grading."""
-    step_timeout_s: float = Field(default=120.0, gt=0)
-    """Deadline of one tool command."""
-    max_observation_chars: int = Field(default=12_000, ge=500)
-    blocked_commands: list[str] = Field(default_factory=list)
-    python: str | None = None
-    """Interpreter whose folder goes first on PATH in local sandboxes (default: ``sys.executable``)."""
-    run_id: str | None = None
-    lease_s: float | None = None
-    resources: Resources = Field(default_factory=lambda: DEFAULT_RESOURCES.model_copy())
-    """Limits of each episode's sandbox (default ``sandboxes.DEFAULT_RESOURCES``: 4 GiB
-    memory, 1,024 processes, 4 GiB disk); a backend that cannot enforce one fails at start."""
-    setup_timeout_s: float = Field(default=600.0, gt=0)
-    max_action_bytes: int = Field(default=MAX_ACTION_BYTES, ge=1024)
-    """Largest action accepted (text, or a tool call's names and values); larger is an
-    error observation that states the limit."""
-    max_action_depth: int = Field(default=MAX_ACTION_DEPTH, ge=2)
-    """Deepest nesting of an action's arguments (JSON arrays/objects)."""
-    grading: GradingConfig = Field(default_factory=lambda: GradingConfig())
-    """Grading options (``{"sandbox": "same"}`` to grade in the episode's sandbox)."""
-    reward: dict[str, Any] | None = None
-    """Opt-in shaped reward (``{"type": "debug_gym", "step_penalty": 0.01}``); when set,
-    ``step`` returns the shaped value and ``info`` carries both rewards."""
-
-
-ENV_ARG_KEYS = frozenset(EnvConfig.model_fields)
 RLLM_ROW_KEYS = frozenset({"step_timeout", "reward_timeout", "delete_image", "verbose"})
 """rLLM's env args that ``from_dict`` takes out of a merged row (``entry``/``dataset`` stay)."""
 TASK_ROW_KEYS = frozenset(Task.model_fields)
-
-
-class GradingConfig(BaseModel):
-    """Where the hidden tests run at the end of an episode."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    sandbox: Literal["fresh", "same"] = "fresh"
-    """``fresh``: a new sandbox from the same template/image with only the agent's diff
-    (defeats planted site-packages, ``.pth`` files and background processes);
-    ``same``: the episode's sandbox (cheaper where a second sandbox is costly)."""
 
 
 class SWEEnv:
@@ -144,8 +92,10 @@ class SWEEnv:
             backend = None
         rllm_compat.check_unknown(env_args, ENV_ARG_KEYS)
         base = EnvConfig.model_validate(dict(config)) if isinstance(config, Mapping) else config
-        merged = {**(base.model_dump() if base else {}), **env_args}
-        self.config = EnvConfig.model_validate(merged)
+        if base is not None and not env_args:
+            self.config = base
+        else:  # a shallow merge: the sandbox node stays the validated object
+            self.config = EnvConfig.model_validate({**(dict(base) if base else {}), **env_args})
         self.task: Task | None = self._task_of(task) if task is not None else None
         self.scaffold: Scaffold = get_scaffold(self.config.scaffold)
         if self.config.reward is not None:
@@ -370,10 +320,10 @@ class SWEEnv:
         cleanup.track(self)
         self._sandbox_loop = asyncio.get_running_loop()
         await sandbox.start()
-        await run_setup(sandbox, self.task, command_timeout_s=self.config.setup_timeout_s)
+        await run_setup(sandbox, self.task, timeout=self.config.setup_timeout_s)
         settings = ToolSettings(
-            max_chars=self.config.max_observation_chars,
-            command_timeout_s=self.config.step_timeout_s,
+            max_observation_chars=self.config.max_observation_chars,
+            step_timeout_s=self.config.step_timeout_s,
             blocked_commands=tuple(self.config.blocked_commands),
         )
         self._ctx = ToolContext(
@@ -389,8 +339,8 @@ class SWEEnv:
         sandbox, self._sandbox = self._sandbox, None
         self._sandbox_loop = None
         try:
-            if ctx is not None and ctx.pdb is not None:
-                await ctx.pdb.close()
+            if ctx is not None:
+                await ctx.close_tool_state()
         finally:
             if sandbox is not None:
                 await sandbox.close()
@@ -431,7 +381,9 @@ class SWEEnv:
         self._done = True
         self._done_reason = reason
         await ensure_alive(self._sandbox)
-        self._patch = await current_patch(self._sandbox, self.task.base_commit)
+        self._patch = await current_patch(
+            self._sandbox, self.task.base_commit, timeout=self.config.step_timeout_s
+        )
         if self.config.grading.sandbox == "fresh":
             await self._close_sandbox()
             verdict = await evaluate_patch(
@@ -440,6 +392,7 @@ class SWEEnv:
                 self._get_backend(),
                 python=self.config.python,
                 run_id=self.config.run_id,
+                env=self.config,
                 rollout_id=f"{self.task.id}-{self._idx}-grade" if self._idx is not None else None,
             )
         else:
@@ -472,7 +425,7 @@ class SWEEnv:
         try:
             ctx = await self._ensure_sandbox()
             remaining = self.config.episode_timeout_s - (time.monotonic() - self._started_at)
-            ctx.settings.command_timeout_s = max(1.0, min(self.config.step_timeout_s, remaining))
+            ctx.settings.step_timeout_s = max(1.0, min(self.config.step_timeout_s, remaining))
             errors_before = self._format_errors
             obs = await self._act(action, ctx)
             if self._format_errors == errors_before:  # a malformed action is not a step (rLLM)

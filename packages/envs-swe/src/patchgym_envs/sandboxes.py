@@ -71,10 +71,10 @@ def spec_for(
     return SandboxSpec.model_validate(fields)
 
 
-async def run_setup(sandbox: Sandbox, task: Task, *, command_timeout_s: float = 600) -> None:
+async def run_setup(sandbox: Sandbox, task: Task, *, timeout: float) -> None:
     """Run the task's setup commands; a failure is :class:`SetupFailed` (an InfraError)."""
     for cmd in task.setup_commands:
-        res = await sandbox.exec(cmd, timeout=command_timeout_s)
+        res = await sandbox.exec(cmd, timeout=timeout)
         if not res.ok:
             raise SetupFailed(
                 f"setup command {cmd!r} of task {task.id} failed (exit {res.exit_code}): "
@@ -113,9 +113,7 @@ async def apply_patch(sandbox: Sandbox, patch: str) -> tuple[bool, str]:
     return res.ok, res.output
 
 
-async def current_patch(
-    sandbox: Sandbox, base_commit: str | None = None, *, command_timeout_s: float = 120
-) -> str:
+async def current_patch(sandbox: Sandbox, base_commit: str | None = None, *, timeout: float) -> str:
     """The agent's changes as a binary-safe git diff against ``base_commit`` (or HEAD).
 
     Tracked and untracked files, deletions and mode changes are included; ignored files,
@@ -130,5 +128,5 @@ async def current_patch(
         f"git -c core.fileMode=true diff --cached --binary {base}; rc=$?; "
         "git reset -q >/dev/null 2>&1; exit $rc"
     )
-    res = await sandbox.exec(cmd, timeout=command_timeout_s)
+    res = await sandbox.exec(cmd, timeout=timeout)
     return res.stdout

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
 import math
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +13,6 @@ import e2b
 from e2b import AsyncSandbox, SandboxQuery
 from pydantic import SecretStr
 
-from patchgym_ags.backoff import backoff_delay
 from patchgym_ags.config import CloudSandboxConfig
 from patchgym_ags.errors import is_retryable, map_create_error, map_runtime_error, scrub
 from patchgym_ags.ratelimit import CreateLimiter
@@ -23,6 +20,7 @@ from patchgym_ags.toolnames import tool_name
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import SandboxBackend, SandboxInfo
 from patchgym_sandbox.errors import ConfigError, CreateTimeout
+from patchgym_sandbox.retry import Retry
 from patchgym_sandbox.spec import SandboxSpec
 
 if TYPE_CHECKING:
@@ -101,7 +99,7 @@ class AgsBackend(SandboxBackend):
 
     # -- create with retries -------------------------------------------------------------
     async def create(self, spec: SandboxSpec, sandbox_id: str) -> AsyncSandbox:
-        """Create one sandbox: rate-limited, retried with jittered backoff, idempotent."""
+        """Create one sandbox: rate-limited, retried under ``create_retry``, idempotent."""
         template = self.template_for(spec)
         if spec.image and not template and self.config.image_override:
             raise ConfigError(
@@ -120,36 +118,28 @@ class AgsBackend(SandboxBackend):
         if _CREATE_TAKES_IDEMPOTENCY_KEY:
             kwargs["idempotency_key"] = sandbox_id
         what = f"create sandbox {sandbox_id} (template {template!r})"
-        deadline = time.monotonic() + self.config.create_timeout_s
-        attempt = 0
+        policy = self.config.create_retry.model_copy(
+            update={"deadline_s": self.config.create_timeout_s}
+        )
+        retry = Retry(
+            policy,
+            when=is_retryable,
+            what=what,
+            describe=lambda e: scrub(f"{type(e).__name__}: {e}", self._key),
+        )
         async with self._limiter.slot():
-            while True:
-                try:
-                    return await AsyncSandbox.create(**kwargs)
-                except Exception as exc:
-                    if not is_retryable(exc) or attempt >= self.config.create_retries:
-                        raise map_create_error(exc, what=what, secret=self._key) from None
-                    delay = backoff_delay(
-                        attempt, base=self.config.backoff_base_s, cap=self.config.backoff_max_s
-                    )
-                    if time.monotonic() + delay > deadline:
-                        raise CreateTimeout(
-                            scrub(
-                                f"{what}: gave up after {attempt + 1} attempts within "
-                                f"create_timeout_s={self.config.create_timeout_s}: {exc}",
-                                self._key,
-                            )
-                        ) from None
-                    log.warning(
-                        "%s failed (%s); retry %d in %.2fs",
-                        what,
-                        scrub(f"{type(exc).__name__}: {exc}", self._key),
-                        attempt + 1,
-                        delay,
-                    )
-                    await asyncio.sleep(delay)
-                    await self._limiter.pace()
-                    attempt += 1
+            try:
+                return await retry.acall(AsyncSandbox.create, between=self._limiter.pace, **kwargs)
+            except Exception as exc:
+                if retry.deadline_hit:
+                    raise CreateTimeout(
+                        scrub(
+                            f"{what}: gave up after {retry.attempts} attempts within "
+                            f"create_timeout_s={self.config.create_timeout_s}: {exc}",
+                            self._key,
+                        )
+                    ) from None
+                raise map_create_error(exc, what=what, secret=self._key) from None
 
     # -- list / remove -------------------------------------------------------------------
     async def list_sandboxes(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SecretStr, model_validator
 
-from patchgym_sandbox.backend import BackendConfig
+from patchgym_sandbox.backend import BackendConfig, CheckRow
 from patchgym_sandbox.errors import ConfigError
+from patchgym_sandbox.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from patchgym_ags.backend import AgsBackend
@@ -62,9 +63,11 @@ class CloudSandboxConfig(BackendConfig):
     """Per-request timeout of control-plane and file calls."""
     create_timeout_s: float = Field(default=600.0, gt=0)
     """Total time a create may take, retries and rate-limit waits included."""
-    create_retries: int = Field(default=8, ge=0)
-    backoff_base_s: float = Field(default=0.5, gt=0)
-    backoff_max_s: float = Field(default=30.0, gt=0)
+    create_retry: RetryPolicy = Field(
+        default_factory=lambda: RetryPolicy(attempts=9, base_s=0.5, max_s=30.0)
+    )
+    """Create retries on throttling, 5xx and timeouts (the shared policy; bounded by
+    ``create_timeout_s``)."""
     max_concurrent_creates: int = Field(default=16, gt=0)
     creates_per_second: float = Field(default=10.0, gt=0)
     exec_via: Literal["execd", "envd", "commands"] = "execd"
@@ -85,6 +88,16 @@ class CloudSandboxConfig(BackendConfig):
         if self.region and not self.domain:
             self.domain = f"{self.region}.{AGS_DOMAIN_SUFFIX}"
         return self
+
+    def checks(self) -> list[CheckRow]:
+        try:
+            self.resolve_api_key()
+        except ConfigError as exc:
+            fix = f"export {self.api_key_env}=<your {self.type.upper()} API key> (or sandbox.api_key_file=<path>)"
+            return [
+                CheckRow(name="credentials", status="fail", detail=f"{self.type}: {exc}", fix=fix)
+            ]
+        return [CheckRow(name="credentials", status="pass", detail=f"{self.type}: API key found")]
 
     def resolve_api_key(self) -> SecretStr:
         """The key from ``api_key``, ``api_key_file`` or ``api_key_env`` (in that order)."""

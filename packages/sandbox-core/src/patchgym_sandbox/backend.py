@@ -10,13 +10,23 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from pathlib import PurePath
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.sandbox import Sandbox
 from patchgym_sandbox.spec import SandboxSpec
+
+
+class CheckRow(BaseModel):
+    """One preflight row a backend reports about its own config (credentials, reachability)."""
+
+    name: str
+    status: Literal["pass", "fail", "warn", "skip"]
+    detail: str
+    fix: str = ""
 
 
 class BackendConfig(BaseModel):
@@ -28,9 +38,34 @@ class BackendConfig(BaseModel):
     max_concurrency: int | None = Field(default=None, gt=0)
     """Most sandboxes alive at once that this backend should be asked for (preflight uses it)."""
 
+    def node(self) -> dict[str, Any]:
+        """This config as the plain mapping it validates from, secrets revealed: for handing
+        it to another process (a worker's YAML file) that validates it again."""
+        return {k: _plain(v) for k, v in self.model_dump(mode="python").items()}
+
+    def checks(self) -> list[CheckRow]:
+        """Cheap checks of this config before a run (no SDK import, no sandbox created).
+
+        A backend that needs credentials overrides this; callers such as the trainer's
+        preflight show the rows and never need to know backend names.
+        """
+        return [CheckRow(name="credentials", status="pass", detail=f"{self.type}: none needed")]
+
     def build(self) -> SandboxBackend:
         """Import the backend's SDK and construct it. Overridden by each backend."""
         raise NotImplementedError(f"{type(self).__name__}.build")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 class SandboxInfo(BaseModel):

@@ -8,7 +8,8 @@
 Importing this package is cheap; the docker SDK is imported by ``DockerConfig.build()``.
 """
 
-from patchgym_docker.config import DockerConfig, RetryPolicy
+from patchgym_docker.config import DockerConfig
+from patchgym_sandbox.retry import RetryPolicy
 
 __version__ = "0.1.0"
 

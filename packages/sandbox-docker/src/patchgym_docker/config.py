@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from patchgym_sandbox.backend import BackendConfig
+from patchgym_sandbox.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from patchgym_docker.backend import DockerBackend
@@ -44,17 +45,6 @@ def unsafe_host_config(extra: dict[str, Any]) -> str | None:
         if any(h in src for h in ENGINE_SOCKET_HINTS) or norm in ("/", "/run", "/var/run", "/var"):
             return f"bind of {src!r} would expose a container engine socket; it is refused"
     return None
-
-
-class RetryPolicy(BaseModel):
-    """Jittered exponential backoff, used only for transient Engine API errors on idempotent calls."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    attempts: int = Field(default=4, ge=1)
-    """Total tries of one call (1 = no retry)."""
-    base_s: float = Field(default=0.1, gt=0)
-    max_s: float = Field(default=2.0, gt=0)
 
 
 class DockerConfig(BackendConfig):
@@ -111,7 +101,10 @@ class DockerConfig(BackendConfig):
     """Client-side slack past an exec's deadline before the call is abandoned as an infra failure."""
     max_threads: int = Field(default=128, gt=0)
     """Worker threads for the blocking SDK (one per running exec or file transfer)."""
-    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    retry: RetryPolicy = Field(
+        default_factory=lambda: RetryPolicy(attempts=4, base_s=0.1, max_s=2.0)
+    )
+    """Transient Engine API errors on idempotent calls (the shared policy, short delays)."""
 
     @field_validator("extra_host_config")
     @classmethod

@@ -3,16 +3,14 @@
 The docker SDK is blocking, so every call runs in a bounded pool owned by the backend and
 the event loop never waits on a socket. Failures of the engine surface as typed
 :class:`~patchgym_sandbox.errors.InfraError`\\ s; only idempotent calls are retried, and
-only on errors that may go away (connection trouble, 5xx, 429), with jittered
-exponential backoff.
+only on errors that may go away (connection trouble, 5xx, 429), under the shared
+:class:`~patchgym_sandbox.retry.RetryPolicy` (``DockerConfig.retry``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
@@ -30,6 +28,7 @@ from patchgym_sandbox.errors import (
     SandboxError,
     SandboxLost,
 )
+from patchgym_sandbox.retry import Retry, RetryPolicy, retry_after_of
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -86,7 +85,9 @@ def translate(exc: BaseException, what: str, *, lost_if_missing: str | None = No
     ):
         return SandboxLost(f"sandbox {lost_if_missing} is gone ({what}: {explain(exc)})")
     if status == 429:
-        return RateLimited(f"{what}: the engine refused for now ({explain(exc)})")
+        return RateLimited(
+            f"{what}: the engine refused for now ({explain(exc)})", retry_after=retry_after_of(exc)
+        )
     if is_connection_error(exc):
         return BackendUnavailable(
             f"{what}: cannot reach the Docker engine ({explain(exc)}); is dockerd running and "
@@ -97,9 +98,7 @@ def translate(exc: BaseException, what: str, *, lost_if_missing: str | None = No
     return InfraError(f"{what}: {explain(exc)}")
 
 
-def backoff_delays(attempts: int, base_s: float, max_s: float) -> list[float]:
-    """Full-jitter exponential backoff: ``attempts - 1`` sleeps."""
-    return [random.uniform(0, min(max_s, base_s * 2**i)) for i in range(attempts - 1)]
+NO_RETRY = RetryPolicy(attempts=1)
 
 
 class Engine:
@@ -165,30 +164,14 @@ class Engine:
         idempotent: bool,
         lost_if_missing: str | None = None,
     ) -> T:
-        policy = self.config.retry
-        delays = backoff_delays(policy.attempts, policy.base_s, policy.max_s) if idempotent else []
-        for attempt in range(len(delays) + 1):
-            try:
-                return fn(self.api)
-            except Exception as exc:
-                if attempt < len(delays) and is_transient(exc):
-                    retry_after = _retry_after(exc)
-                    time.sleep(max(delays[attempt], retry_after or 0.0))
-                    continue
-                raise translate(exc, what, lost_if_missing=lost_if_missing) from exc
-        raise AssertionError("unreachable")
+        policy = self.config.retry if idempotent else NO_RETRY
+        try:
+            return Retry(policy, when=is_transient, what=what).call(fn, self.api)
+        except Exception as exc:
+            raise translate(exc, what, lost_if_missing=lost_if_missing) from exc
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
         if self._client is not None:
             self._client.close()
             self._client = None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    raw = response.headers.get("Retry-After") if response is not None else None
-    try:
-        return float(raw) if raw is not None else None
-    except ValueError:
-        return None

@@ -1,14 +1,14 @@
 #!/bin/bash
 # Build the sandbox test image (python3, git, a tiny git repository under /testbed) from
-# the local base image `local/bookworm-py` (made by /work/shared/infra/docker-up.sh).
+# the local base image `local/bookworm-py` (made by ci/engines/docker-up.sh).
 # Idempotent and fast: skips the build when the image already carries this Dockerfile's hash.
 # Usage: build.sh [TAG]   (default tag: local/patchgym-testbed:latest; env PATCHGYM_TEST_IMAGE)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tag="${1:-${PATCHGYM_TEST_IMAGE:-local/patchgym-testbed:latest}}"
 base="local/bookworm-py"
-docker info >/dev/null 2>&1 || { echo "build.sh: the Docker engine is not reachable; run /work/shared/infra/docker-up.sh" >&2; exit 1; }
-docker image inspect "$base" >/dev/null 2>&1 || { echo "build.sh: base image $base is missing; run /work/shared/infra/docker-up.sh" >&2; exit 1; }
+docker info >/dev/null 2>&1 || { echo "build.sh: the Docker engine is not reachable; run ci/engines/docker-up.sh" >&2; exit 1; }
+docker image inspect "$base" >/dev/null 2>&1 || { echo "build.sh: base image $base is missing; run ci/engines/docker-up.sh" >&2; exit 1; }
 base_id="$(docker image inspect -f '{{.Id}}' "$base")"
 want="$( (cat "$here/Dockerfile"; echo "$base_id") | sha256sum | cut -c1-16)"
 have="$(docker image inspect -f '{{index .Config.Labels "patchgym.test-image"}}' "$tag" 2>/dev/null || true)"

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
-from patchgym_sandbox.backend import BackendConfig
+from patchgym_sandbox.backend import BackendConfig, CheckRow
+from patchgym_sandbox.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from patchgym_k8s.backend import K8sBackend
 
 DEFAULT_CAP_ADD = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "KILL")
-DEFAULT_CREATE_BACKOFF_S = (5.0, 10.0, 20.0, 40.0, 60.0)
-"""Delays between create attempts on 409/429/500/503 (jittered; Retry-After wins)."""
 
 
 class K8sConfig(BackendConfig):
@@ -78,8 +79,10 @@ class K8sConfig(BackendConfig):
     # -- timing -------------------------------------------------------------------------
     create_timeout_s: float = Field(default=300.0, gt=0)
     """From the accepted create to a running container (watched, not polled)."""
-    create_backoff_s: list[float] = Field(default_factory=lambda: list(DEFAULT_CREATE_BACKOFF_S))
-    """One delay per retry of a create refused with 409/429/500/503."""
+    create_retry: RetryPolicy = Field(
+        default_factory=lambda: RetryPolicy(attempts=6, base_s=5.0, max_s=60.0)
+    )
+    """Retries of a create refused with 409/429/500/503 (the shared policy; Retry-After wins)."""
     delete_timeout_s: float = Field(default=30.0, gt=0)
     """Wait this long for a deleted pod to go before force-deleting it (grace 0)."""
     wait_for_delete: bool = True
@@ -88,7 +91,9 @@ class K8sConfig(BackendConfig):
     """Client-side buffer past an exec's deadline before the stream is abandoned."""
     liveness_check_s: float = Field(default=20.0, gt=0)
     """Silence on an exec stream after which the pod is checked (a deleted pod → SandboxLost)."""
-    file_retries: int = Field(default=3, ge=0)
+    file_retry: RetryPolicy = Field(
+        default_factory=lambda: RetryPolicy(attempts=4, base_s=0.2, max_s=2.0)
+    )
     """Retries of idempotent file operations whose stream failed, and of any exec whose
     websocket could not be opened (the command never started). An opened exec is never retried."""
     max_threads: int = Field(default=128, gt=0)
@@ -127,12 +132,14 @@ class K8sConfig(BackendConfig):
             )
         return v
 
-    @field_validator("create_backoff_s")
-    @classmethod
-    def _non_negative(cls, v: list[float]) -> list[float]:
-        if any(d < 0 for d in v):
-            raise ValueError(f"create_backoff_s delays must be >= 0, got {v}")
-        return v
+    def checks(self) -> list[CheckRow]:
+        path = self.kubeconfig or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube/config")
+        if self.in_cluster or Path(path).is_file():
+            return [CheckRow(name="credentials", status="pass", detail=f"kubeconfig {path}")]
+        fix = "export KUBECONFIG=<path> or sandbox.kubeconfig=<path>"
+        return [
+            CheckRow(name="credentials", status="fail", detail=f"no kubeconfig at {path}", fix=fix)
+        ]
 
     def build(self) -> K8sBackend:
         from patchgym_k8s.backend import K8sBackend

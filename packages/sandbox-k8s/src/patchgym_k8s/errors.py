@@ -12,6 +12,7 @@ from patchgym_sandbox.errors import (
     RateLimited,
     SandboxError,
 )
+from patchgym_sandbox.retry import retry_after_of
 
 
 class ApiFailure(InfraError):
@@ -29,20 +30,6 @@ class ExecStalled(InfraError, TimeoutError):
 
 class SandboxFileError(SandboxError, OSError):
     """A file operation inside the pod failed (permissions, not a directory, ...)."""
-
-
-def retry_after(headers: Any) -> float | None:
-    """The Retry-After header in seconds, when present and numeric."""
-    if not headers:
-        return None
-    try:
-        raw = headers.get("Retry-After") or headers.get("retry-after")
-    except AttributeError:
-        return None
-    try:
-        return max(0.0, float(raw)) if raw is not None else None
-    except (TypeError, ValueError):
-        return None
 
 
 def status_message(body: Any) -> str:
@@ -63,9 +50,8 @@ def status_message(body: Any) -> str:
 def from_api_exception(exc: Exception, what: str) -> InfraError | SandboxError:
     """Map a client ``ApiException`` (or a connection error) to a typed error."""
     status = int(getattr(exc, "status", 0) or 0)
-    headers = getattr(exc, "headers", None)
     message = status_message(getattr(exc, "body", None) or getattr(exc, "reason", None) or exc)
-    after = retry_after(headers)
+    after = retry_after_of(exc)
     if status == 429:
         return RateLimited(
             f"{what}: the API server is rate limiting ({message})", retry_after=after

@@ -13,7 +13,7 @@ from patchgym_k8s.create import create_pod
 from patchgym_k8s.deletion import delete_pod
 from patchgym_k8s.errors import ExecStalled, SandboxFileError
 from patchgym_k8s.execserver import ExecServer, ServerGone, server_argv
-from patchgym_k8s.execstream import ExecStream, StreamOpenError
+from patchgym_k8s.execstream import ExecStatus, ExecStream, StreamOpenError
 from patchgym_k8s.metadata import labels_of, lease_patch
 from patchgym_k8s.readiness import wait_running
 from patchgym_sandbox import labels as L
@@ -21,6 +21,7 @@ from patchgym_sandbox.errors import ConfigError, InfraError, SandboxFileNotFound
 from patchgym_sandbox.output import CappedBuffer
 from patchgym_sandbox.remote import SUPERVISOR_PATH, FrameDecoder, remote_argv
 from patchgym_sandbox.result import ExecResult
+from patchgym_sandbox.retry import Retry
 from patchgym_sandbox.sandbox import ExecRequest, Sandbox
 from patchgym_sandbox.session import ShellChannel
 from patchgym_sandbox.spec import SandboxSpec
@@ -41,6 +42,15 @@ RETRYABLE_OPEN = frozenset({0, 429, 500, 502, 503, 504})
 MAX_SERVER_STARTS = 3
 """Exec server (re)starts per sandbox before falling back to one exec stream per command."""
 SERVER_READY_TIMEOUT_S = 30.0
+
+
+class _StreamBroke(Exception):
+    """A file command's stream ended without an exit status (retried: the op is idempotent)."""
+
+
+def _open_refused(exc: BaseException) -> bool:
+    """The exec websocket was refused with a status worth another try (nothing ran)."""
+    return isinstance(exc, StreamOpenError) and exc.status in RETRYABLE_OPEN
 
 
 class K8sSandbox(Sandbox):
@@ -64,7 +74,7 @@ class K8sSandbox(Sandbox):
     async def _start(self) -> None:
         body = manifest.pod_manifest(self._cfg, self.spec, self.pod_name, uuid.uuid4().hex)
         api = self._backend.api
-        created = await self._backend.call(create_pod, api, body, self._cfg.create_backoff_s)
+        created = await self._backend.call(create_pod, api, body, self._cfg.create_retry)
         await self._backend.call(
             wait_running,
             api,
@@ -252,10 +262,10 @@ class K8sSandbox(Sandbox):
         deadline = None
         if req.timeout is not None:
             deadline = time.monotonic() + req.timeout + self._cfg.exec_grace_s
-        attempt = 0
-        while True:
+
+        async def run_once() -> ExecStatus:
             try:
-                status = await self._backend.call(
+                return await self._backend.call(
                     commands.run,
                     self._backend.api,
                     self.pod_name,
@@ -267,21 +277,19 @@ class K8sSandbox(Sandbox):
                     liveness_s=self._cfg.liveness_check_s,
                     check_alive=self.check_alive,
                 )
-                break
             except StreamOpenError as exc:
                 # The websocket upgrade failed, so the command never started: retrying is safe.
                 # (Once the stream is open, nothing is retried: the command may have run.)
-                error = await self._lost_or_async(
-                    InfraError(f"exec in pod {self.pod_name} could not start: {exc}")
-                )
-                if (
-                    isinstance(error, SandboxLost)
-                    or exc.status not in RETRYABLE_OPEN
-                    or attempt >= self._cfg.file_retries
-                ):
-                    raise error from exc
-                attempt += 1
-                await asyncio.sleep(min(2.0, 0.2 * 2**attempt))
+                lost = await self._lost_or_async(InfraError(str(exc)))
+                if isinstance(lost, SandboxLost):
+                    raise lost from exc
+                raise
+
+        retry = Retry(self._cfg.file_retry, when=_open_refused, what=f"exec in pod {self.pod_name}")
+        try:
+            status = await retry.acall(run_once)
+        except StreamOpenError as exc:
+            raise InfraError(f"exec in pod {self.pod_name} could not start: {exc}") from exc
         if decoder.finished:
             self._supervisor_seen = True
             return decoder.result()
@@ -304,14 +312,12 @@ class K8sSandbox(Sandbox):
     # -- files ---------------------------------------------------------------------
     def _file_op(self, argv: list[str], stdin: bytes | None, what: str) -> tuple[int, bytes, str]:
         """Run an idempotent file command, retrying when its stream failed (blocking)."""
-        attempts = 1 + self._cfg.file_retries
-        for attempt in range(attempts):
+
+        def once() -> tuple[int, bytes, str]:
             out = bytearray()
             err = CappedBuffer(8192)
 
-            def sink(
-                channel: int, data: bytes, out: bytearray = out, err: CappedBuffer = err
-            ) -> None:
+            def sink(channel: int, data: bytes) -> None:
                 if channel == 1:
                     out.extend(data)
                 else:
@@ -328,22 +334,23 @@ class K8sSandbox(Sandbox):
                     liveness_s=self._cfg.liveness_check_s,
                     check_alive=self.check_alive,
                 )
-            except StreamOpenError as exc:
+            except StreamOpenError:
                 self.check_alive()
-                if exc.status not in RETRYABLE_OPEN or attempt == attempts - 1:
-                    raise InfraError(
-                        f"{what} in pod {self.pod_name}: cannot open the exec stream: {exc}"
-                    ) from exc
-            else:
-                if status.code is not None:
-                    return status.code, bytes(out), err.text()
+                raise
+            if status.code is None:
                 self.check_alive()
-                if attempt == attempts - 1:
-                    raise InfraError(
-                        f"{what} in pod {self.pod_name}: the stream broke ({status.message})"
-                    )
-            time.sleep(min(2.0, 0.2 * 2**attempt))
-        raise AssertionError("unreachable")
+                raise _StreamBroke(status.message)
+            return status.code, bytes(out), err.text()
+
+        retryable = lambda e: _open_refused(e) or isinstance(e, _StreamBroke)  # noqa: E731
+        try:
+            return Retry(self._cfg.file_retry, when=retryable, what=what).call(once)
+        except StreamOpenError as exc:
+            raise InfraError(
+                f"{what} in pod {self.pod_name}: cannot open the exec stream: {exc}"
+            ) from exc
+        except _StreamBroke as exc:
+            raise InfraError(f"{what} in pod {self.pod_name}: the stream broke ({exc})") from exc
 
     async def _write_file(self, path: str, data: bytes, mode: int) -> None:
         parent, tar = files.single_file_tar(path, data, mode)

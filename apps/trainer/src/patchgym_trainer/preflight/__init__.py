@@ -23,8 +23,8 @@ async def run_preflight(cfg: AppConfig, *, check_images: bool = True) -> list[Ch
         rules.tensor_parallel(train),
     ]
     backend_cfg, backend_check = probes.backend_config(cfg.sandbox)
-    cred_check = probes.credentials(backend_cfg)
-    checks += [backend_check, cred_check]
+    backend_rows = probes.credentials(backend_cfg)
+    checks += [backend_check, *backend_rows]
     train_report, train_check = probes.dataset("dataset", cfg.dataset)
     checks.append(train_check)
     val_rows: int | None = None
@@ -42,7 +42,7 @@ async def run_preflight(cfg: AppConfig, *, check_images: bool = True) -> list[Ch
     )
     if not check_images:
         checks.append(rules.Check(name="images", status="skip", detail="--no-images"))
-    elif cred_check.status == "fail":
+    elif any(row.blocking for row in backend_rows):
         checks.append(
             rules.Check(
                 name="images",

@@ -19,7 +19,7 @@ from patchgym_trainer.preflight.rules import PINS, Check
 from patchgym_trainer.schema import DatasetConfig, ModelConfig
 
 
-def backend_config(sandbox: dict[str, Any]) -> tuple[BackendConfig | None, Check]:
+def backend_config(sandbox: BackendConfig | dict[str, Any]) -> tuple[BackendConfig | None, Check]:
     try:
         cfg = load_config(sandbox)
     except SandboxError as exc:
@@ -32,34 +32,11 @@ def backend_config(sandbox: dict[str, Any]) -> tuple[BackendConfig | None, Check
     return cfg, Check(name="sandbox backend", status="pass", detail=f"{cfg.type}: config valid")
 
 
-def credentials(cfg: BackendConfig | None) -> Check:
+def credentials(cfg: BackendConfig | None) -> list[Check]:
+    """The backend's own checks of its config (credentials and the like)."""
     if cfg is None:
-        return Check(name="credentials", status="skip", detail="no valid sandbox config")
-    resolve = getattr(cfg, "resolve_api_key", None)
-    if callable(resolve):
-        try:
-            resolve()
-        except SandboxError as exc:
-            env = getattr(cfg, "api_key_env", "E2B_API_KEY")
-            return Check(
-                name="credentials",
-                status="fail",
-                detail=f"{cfg.type}: {exc}",
-                fix=f"export {env}=<your {cfg.type.upper()} API key> (or sandbox.api_key_file=<path>)",
-            )
-        return Check(name="credentials", status="pass", detail=f"{cfg.type}: API key found")
-    if cfg.type == "k8s":
-        path = getattr(cfg, "kubeconfig", None) or os.environ.get("KUBECONFIG")
-        path = path or str(Path.home() / ".kube" / "config")
-        if getattr(cfg, "in_cluster", False) or Path(path).is_file():
-            return Check(name="credentials", status="pass", detail=f"kubeconfig {path}")
-        return Check(
-            name="credentials",
-            status="fail",
-            detail=f"no kubeconfig at {path}",
-            fix="export KUBECONFIG=<path> or sandbox.kubeconfig=<path>",
-        )
-    return Check(name="credentials", status="pass", detail=f"{cfg.type}: none needed")
+        return [Check(name="credentials", status="skip", detail="no valid sandbox config")]
+    return [Check(**row.model_dump()) for row in cfg.checks()]
 
 
 def hub_reachable(host: str = "huggingface.co", timeout_s: float = 3.0) -> bool:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 
+from patchgym_sandbox import BackendConfig
 from patchgym_trainer.schema import TrainSettings
 
 Status = Literal["pass", "fail", "warn", "skip"]
@@ -90,7 +91,7 @@ def tensor_parallel(train: TrainSettings) -> Check:
 
 def sandbox_budget(
     train: TrainSettings,
-    sandbox: dict[str, Any],
+    sandbox: BackendConfig,
     *,
     train_rows: int | None,
     val_rows: int | None,
@@ -116,14 +117,14 @@ def sandbox_budget(
     total = count + val_count
     hours = total * train.expected_episode_s / 3600
     peak = train.train_batch_size * train.rollout_n
-    limit = sandbox.get("max_concurrency")
+    limit = sandbox.max_concurrency
     detail = (
         f"{train_rows} rows × {train.total_epochs} epochs × rollout.n {train.rollout_n} = {count}"
         + (f" + {val_count} validation" if val_count else "")
         + f" = {total} sandboxes, ~{hours:,.1f} sandbox-hours at {train.expected_episode_s:.0f} s each; "
         + f"peak {peak} at once"
     )
-    rate = sandbox.get("creates_per_second")
+    rate = getattr(sandbox, "creates_per_second", None)
     if isinstance(rate, (int, float)) and rate > 0:
         detail += f"; creating a step's {peak} takes ≥ {peak / rate:.1f} s at {rate}/s"
     if isinstance(limit, int) and peak > limit:

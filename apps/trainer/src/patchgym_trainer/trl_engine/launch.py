@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 from rich.console import Console
 
-from patchgym_sandbox import create_backend
+from patchgym_sandbox import BackendConfig, create_backend
 from patchgym_sandbox import labels as L
 from patchgym_trainer.datasets import load_dataset
 from patchgym_trainer.schema import AppConfig
@@ -94,7 +94,7 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
     t = cfg.train
     tasks = load_dataset(cfg.dataset).tasks
     run_id = f"train-{cfg.run.name}-{uuid.uuid4().hex[:8]}"
-    env_args = {**cfg.env_args(), "run_id": run_id}
+    env_args = {**dict(cfg.env), "run_id": run_id}  # the validated EnvConfig, shallow
     tokenizer = AutoTokenizer.from_pretrained(cfg.model.path)
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(cfg.model.path, dtype=torch.float32)
@@ -159,12 +159,12 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
     return 0
 
 
-def leftover_sandboxes(sandbox: dict[str, Any], run_id: str) -> list[str]:
+def leftover_sandboxes(sandbox: BackendConfig | dict[str, Any], run_id: str) -> list[str]:
     """Sandboxes of this run the backend still lists (all episodes closed theirs: none)."""
     from patchgym_envs.looprunner import LoopRunner
 
     async def probe() -> list[str]:
-        backend = create_backend(dict(sandbox))
+        backend = create_backend(sandbox)
         try:
             return [i.id for i in await backend.list_sandboxes({L.RUN_ID: run_id})]
         finally:

@@ -34,7 +34,7 @@ from verl.experimental.agent_loop.agent_loop import (
 )
 
 from patchgym_agents import SWEAgent, make_agent
-from patchgym_envs import SWEEnv, Task
+from patchgym_envs import EnvConfig, SWEEnv, Task
 from patchgym_sandbox import InfraError, SandboxClosed
 from patchgym_trainer.infra_rule import infra_error_of
 
@@ -70,11 +70,13 @@ class SWEAgentLoop(AgentLoopBase):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self.env_args: dict[str, Any] = dict(env_args or {"sandbox": {"type": "local"}})
         agent_cfg = dict(agent or {})
-        self.scaffold: str = str(agent_cfg.get("scaffold", self.env_args.get("scaffold", "r2egym")))
-        self.env_args["scaffold"] = self.scaffold
-        self.max_turns: int = int(agent_cfg.get("max_turns", self.env_args.get("max_steps", 40)))
+        node = dict(env_args or {})
+        if "scaffold" in agent_cfg:
+            node["scaffold"] = agent_cfg["scaffold"]
+        self.env = EnvConfig.model_validate(node)  # validated once per worker, shared by samples
+        self.scaffold: str = self.env.scaffold
+        self.max_turns: int = int(agent_cfg.get("max_turns", self.env.max_steps))
         self.prompt_length: int = int(self.rollout_config.prompt_length)
         self.response_length: int = int(self.rollout_config.response_length)
 
@@ -82,7 +84,7 @@ class SWEAgentLoop(AgentLoopBase):
         task = task_from_extra_info(kwargs.get("extra_info"))
         request_id = uuid4().hex
         metrics: dict[str, Any] = {"generate_sequences": 0.0, "tool_calls": 0.0}
-        env = SWEEnv(task, idx=f"verl-{request_id[:8]}", **self.env_args)
+        env = SWEEnv(task, config=self.env, idx=f"verl-{request_id[:8]}")
         agent = make_agent(self.scaffold, tool_format="text", workdir=task.workdir)
         prompt_len = 0
         token_ids: list[int] = []

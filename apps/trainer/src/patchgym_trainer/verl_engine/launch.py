@@ -57,7 +57,7 @@ def prepare_files(cfg: AppConfig, out_dir: Path) -> TrainFiles:
 
 def agent_loop_entries(cfg: AppConfig) -> list[dict[str, object]]:
     """verl's agent-loop config file: a list of ``{name, _target_, **kwargs}``."""
-    env_args = {**cfg.env_args(), "run_id": f"train-{cfg.run.name}"}
+    env_args = {**cfg.env_node(), "run_id": f"train-{cfg.run.name}"}
     return [
         {
             "name": AGENT_NAME,

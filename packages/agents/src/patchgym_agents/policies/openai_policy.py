@@ -2,8 +2,9 @@
 
 vLLM, SGLang, llama.cpp's server and hosted APIs all speak ``/v1/chat/completions``.
 The client's own retries are off; this policy retries 429, 5xx, timeouts and connection
-errors itself with exponential backoff (honouring ``Retry-After``), so the schedule is
-known and logged. Other 4xx (a prompt over the context length, a bad parameter) are not
+errors itself under sandbox-core's shared :class:`~patchgym_sandbox.retry.RetryPolicy`
+(full-jitter exponential backoff, ``Retry-After`` honoured), so the schedule is known and
+logged. Other 4xx (a prompt over the context length, a bad parameter) are not
 retried: :class:`PolicyError` with the server's message, or
 :class:`ContextLengthExceeded` when the prompt no longer fits the context window. Retries exhausted:
 :class:`PolicyUnavailable` (the runner counts the episode as infra-failed).
@@ -11,9 +12,7 @@ retried: :class:`PolicyError` with the server's message, or
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import random
 import re
 import time
 from typing import Any
@@ -29,6 +28,7 @@ from patchgym_agents.policies.base import (
     PolicyUnavailable,
 )
 from patchgym_agents.types import ModelReply, Usage
+from patchgym_sandbox.retry import Retry, RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,16 @@ _CONTEXT = re.compile(
     r"input is too long|exceeds the (?:model's )?max",
     re.IGNORECASE,
 )
+_TRANSIENT = (
+    openai.RateLimitError,
+    openai.InternalServerError,
+    openai.APITimeoutError,
+    openai.APIConnectionError,
+)
+
+
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, _TRANSIENT)
 
 
 class Sampling(BaseModel):
@@ -71,9 +81,12 @@ class OpenAIPolicy(Policy):
         self.sampling = (
             sampling if isinstance(sampling, Sampling) else Sampling.model_validate(sampling or {})
         )
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.backoff_max_s = backoff_max_s
+        self.retry = RetryPolicy(
+            attempts=max_retries + 1,
+            base_s=backoff_s,
+            max_s=backoff_max_s,
+            retry_after_max_s=backoff_max_s,
+        )
         self._client = client or openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0
         )
@@ -96,35 +109,23 @@ class OpenAIPolicy(Policy):
             kwargs["tools"] = tools
             kwargs["tool_choice"] = "auto"
         start = time.monotonic()
-        for attempt in range(self.max_retries + 1):
-            try:
-                resp = await self._client.chat.completions.create(**kwargs)
-                break
-            except (
-                openai.RateLimitError,
-                openai.InternalServerError,
-                openai.APITimeoutError,
-                openai.APIConnectionError,
-            ) as exc:
-                if attempt >= self.max_retries:
-                    raise PolicyUnavailable(
-                        f"{self.model} at {self._client.base_url}: {type(exc).__name__} after "
-                        f"{attempt + 1} attempts: {exc}"
-                    ) from exc
-                delay = self._delay(attempt, exc)
-                log.warning("model call failed (%s); retry %d in %.1fs", exc, attempt + 1, delay)
-                await asyncio.sleep(delay)
-            except openai.APIStatusError as exc:
-                if exc.status_code in (400, 413) and _CONTEXT.search(str(exc.message)):
-                    raise ContextLengthExceeded(
-                        f"{self.model}: the conversation exceeds the context window: {exc.message}"
-                    ) from exc
-                raise PolicyError(
-                    f"{self.model} at {self._client.base_url} refused the request "
-                    f"({exc.status_code}): {exc.message}"
+        retry = Retry(self.retry, when=_transient, what=f"model call to {self.model}")
+        try:
+            resp = await retry.acall(self._client.chat.completions.create, **kwargs)
+        except _TRANSIENT as exc:
+            raise PolicyUnavailable(
+                f"{self.model} at {self._client.base_url}: {type(exc).__name__} after "
+                f"{retry.attempts} attempts: {exc}"
+            ) from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code in (400, 413) and _CONTEXT.search(str(exc.message)):
+                raise ContextLengthExceeded(
+                    f"{self.model}: the conversation exceeds the context window: {exc.message}"
                 ) from exc
-        else:  # pragma: no cover - the loop always breaks or raises
-            raise AssertionError("unreachable")
+            raise PolicyError(
+                f"{self.model} at {self._client.base_url} refused the request "
+                f"({exc.status_code}): {exc.message}"
+            ) from exc
         if not resp.choices:
             raise PolicyError(f"{self.model} returned no choices")
         choice = resp.choices[0]
@@ -133,10 +134,10 @@ class OpenAIPolicy(Policy):
             {
                 "id": c.id,
                 "type": "function",
-                "function": {"name": c.function.name, "arguments": c.function.arguments},
+                "function": {"name": fn.name, "arguments": fn.arguments},
             }
             for c in (msg.tool_calls or [])
-            if getattr(c, "function", None) is not None
+            if (fn := getattr(c, "function", None)) is not None
         ]
         reasoning = getattr(msg, "reasoning_content", None) or getattr(msg, "reasoning", None)
         usage = Usage(
@@ -151,19 +152,6 @@ class OpenAIPolicy(Policy):
             finish_reason=choice.finish_reason,
             latency_s=time.monotonic() - start,
         )
-
-    def _delay(self, attempt: int, exc: Exception) -> float:
-        retry_after = None
-        response = getattr(exc, "response", None)
-        if response is not None:
-            try:
-                retry_after = float(response.headers.get("retry-after", ""))
-            except ValueError:
-                retry_after = None
-        if retry_after is not None:
-            return min(retry_after, self.backoff_max_s)
-        base = min(self.backoff_s * 2**attempt, self.backoff_max_s)
-        return base * (0.5 + random.random() / 2)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -9,9 +9,10 @@ import os
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
 from rich.console import Console
 
-from patchgym_agents.envs_api import Task, bundled_tasks, load_tasks
+from patchgym_agents.envs_api import EnvConfig, Task, bundled_tasks, load_tasks
 from patchgym_agents.policies import GoldPatchPolicy, OpenAIPolicy, Policy, Sampling
 from patchgym_agents.rollout.config import RolloutConfig
 from patchgym_agents.rollout.runner import rollout
@@ -43,9 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sandbox", default='{"type": "local"}', help="backend config as JSON")
     p.add_argument("--samples", "-k", type=int, default=1)
     p.add_argument("--concurrency", "-c", type=int, default=8)
-    p.add_argument("--max-steps", type=int, default=40)
-    p.add_argument("--episode-timeout", type=float, default=1800.0, help="seconds per episode")
-    p.add_argument("--step-timeout", type=float, default=120.0, help="seconds per tool command")
+    p.add_argument("--max-steps", type=int, default=None, help="default: EnvConfig's")
+    p.add_argument("--episode-timeout", type=float, default=None, help="seconds per episode")
+    p.add_argument("--step-timeout", type=float, default=None, help="seconds per tool command")
     p.add_argument("--model-timeout", type=float, default=600.0, help="seconds per model call")
     p.add_argument("--infra-retries", type=int, default=2)
     p.add_argument("--max-context-tokens", type=int, default=None)
@@ -102,15 +103,26 @@ def main(argv: list[str] | None = None) -> int:
         sandbox = json.loads(args.sandbox)
     except json.JSONDecodeError as exc:
         raise SystemExit(f"--sandbox is not valid JSON ({exc.msg}): {args.sandbox!r}") from None
+    limits = {
+        "max_steps": args.max_steps,
+        "episode_timeout_s": args.episode_timeout,
+        "step_timeout_s": args.step_timeout,
+    }
+    try:
+        env = EnvConfig(
+            sandbox=sandbox,
+            scaffold=args.scaffold,
+            **{k: v for k, v in limits.items() if v is not None},
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise SystemExit(f"invalid setting {where}: {err['msg']}") from None
     config = RolloutConfig(
-        sandbox=sandbox,
-        scaffold=args.scaffold,
+        env=env,
         tool_format=args.tool_format,
         samples=args.samples,
         concurrency=args.concurrency,
-        max_steps=args.max_steps,
-        episode_timeout_s=args.episode_timeout,
-        step_timeout_s=args.step_timeout,
         model_timeout_s=args.model_timeout,
         infra_retries=args.infra_retries,
         max_context_tokens=args.max_context_tokens,

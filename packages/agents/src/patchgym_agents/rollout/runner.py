@@ -25,6 +25,7 @@ from patchgym_agents.rollout.store import ResultStore
 from patchgym_agents.rollout.summary import RolloutSummary, summarise
 from patchgym_sandbox import SandboxBackend, create_backend
 from patchgym_sandbox import labels as L
+from patchgym_sandbox.retry import Retry, RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,14 @@ ResultHook = Callable[[EpisodeResult], None]
 def default_run_id(config: RolloutConfig) -> str:
     digest = hashlib.sha1(str(config.output_dir.resolve()).encode()).hexdigest()[:10]
     return f"rollout-{digest}"
+
+
+class _InfraFailed(Exception):
+    """An episode ended on infrastructure: worth another attempt (the shared retry policy)."""
+
+    def __init__(self, result: EpisodeResult) -> None:
+        super().__init__(result.infra_error)
+        self.result = result
 
 
 class _Counters:
@@ -61,10 +70,10 @@ async def rollout(
     """Run every (task, sample) not already graded in ``config.output_dir``; return the summary.
 
     ``backend``: share an existing backend (not closed here); otherwise one is built from
-    ``config.sandbox`` and closed at the end.
+    ``config.env.sandbox`` and closed at the end.
     """
     cfg = config or RolloutConfig()
-    run_id = cfg.run_id or default_run_id(cfg)
+    run_id = cfg.env.run_id or default_run_id(cfg)
     store = ResultStore(cfg.output_dir)
     previous = store.load() if cfg.resume else {}
     wanted = {(t.id, k) for t in tasks for k in range(cfg.samples)}
@@ -76,7 +85,7 @@ async def rollout(
         if (prev := previous.get((task.id, k))) is None or prev.status == "infra_error"
     ]
     owns_backend = backend is None
-    be = backend or create_backend(cfg.sandbox)
+    be = backend or create_backend(cfg.env.sandbox)
     live: set[SWEEnv] = set()
     counters = _Counters()
     todo_keys = {(t.id, k) for t, k in todo}
@@ -84,13 +93,11 @@ async def rollout(
         if key not in todo_keys:
             counters.add(r)
     sem = asyncio.Semaphore(cfg.concurrency)
-    env_args = {
-        **cfg.env_args,
-        "max_steps": cfg.max_steps,
-        "step_timeout_s": cfg.step_timeout_s,
-        "run_id": run_id,
-    }
+    env = cfg.env if cfg.env.run_id else cfg.env.model_copy(update={"run_id": run_id})
     budget = ContextBudget(max_tokens=cfg.max_context_tokens)
+    infra_retry = RetryPolicy(
+        attempts=cfg.infra_retries + 1, base_s=cfg.retry_backoff_s, max_s=60 * cfg.retry_backoff_s
+    )
     start = time.monotonic()
 
     async def _attempt(task: Task, sample: int, attempt: int) -> EpisodeResult:
@@ -98,14 +105,12 @@ async def rollout(
             return await run_episode(
                 task,
                 policy,
-                scaffold=cfg.scaffold,
+                env=env,
                 tool_format=cfg.tool_format,
                 backend=be,
-                env_args=env_args,
                 budget=budget,
                 sample=sample,
                 attempt=attempt,
-                episode_timeout_s=cfg.episode_timeout_s,
                 model_timeout_s=cfg.model_timeout_s,
                 live=live,
             )
@@ -121,15 +126,21 @@ async def rollout(
 
     async def one(task: Task, sample: int) -> EpisodeResult:
         infra: list[str] = []
-        attempt = 0
-        async with sem:
-            while True:
-                attempt += 1
-                res = await _attempt(task, sample, attempt)
-                if res.status != "infra_error" or attempt > cfg.infra_retries:
-                    break
+
+        async def once() -> EpisodeResult:
+            res = await _attempt(task, sample, len(infra) + 1)
+            if res.status == "infra_error":
                 infra.append(res.infra_error or "infra error")
-                await asyncio.sleep(cfg.retry_backoff_s * 2 ** (attempt - 1))
+                raise _InfraFailed(res)
+            return res
+
+        retry = Retry(infra_retry, when=lambda e: isinstance(e, _InfraFailed), what=task.id)
+        async with sem:
+            try:
+                res = await retry.acall(once)
+            except _InfraFailed as failed:
+                res = failed.result
+                infra.pop()  # the last attempt's error is the result's own
         res.infra_attempts = infra
         await store.append(res)
         results[res.key] = res
@@ -195,7 +206,7 @@ async def rollout(
         results.values(),
         run_id=run_id,
         policy=policy.name,
-        scaffold=cfg.scaffold,
+        scaffold=cfg.env.scaffold,
         tasks=len(tasks),
         samples=cfg.samples,
         wall_s=time.monotonic() - start,

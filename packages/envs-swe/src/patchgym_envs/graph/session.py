@@ -108,7 +108,7 @@ class GraphSession:
         base = await self.ensure_script(ctx)
         argv = ["python3", f"{base}/{SCRIPT_NAME}", command, ctx.workdir, f"{base}/cache", *extra]
         res = await ctx.sandbox.exec(
-            " ".join(shlex.quote(a) for a in argv), timeout=ctx.settings.command_timeout_s
+            " ".join(shlex.quote(a) for a in argv), timeout=ctx.settings.step_timeout_s
         )
         if res.exit_code != 0:
             raise ToolError(

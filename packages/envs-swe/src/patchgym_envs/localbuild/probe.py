@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from patchgym_envs.config import default_of
 from patchgym_envs.grading import plan_for
 from patchgym_envs.localbuild.errors import BuildFailed
 from patchgym_envs.localbuild.network import network_failures
@@ -29,7 +30,7 @@ async def probe_gold(task: Task, backend: SandboxBackend) -> Probe:
     sandbox = backend.sandbox(spec_for(task, backend, labels={"patchgym.purpose": "probe"}))
     try:
         await sandbox.start()
-        await run_setup(sandbox, task)
+        await run_setup(sandbox, task, timeout=default_of("setup_timeout_s"))
         applied, output = await apply_patch(sandbox, task.gold_patch)
         if not applied:
             raise BuildFailed(f"the gold patch does not apply: {output.strip()[-300:]}")

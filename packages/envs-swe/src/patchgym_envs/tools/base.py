@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 
 ParamType = Literal["string", "integer", "boolean", "array"]
 
-DEFAULT_MAX_CHARS = 12_000
-
 
 class ToolError(Exception):
     """A tool could not do what was asked; the message is shown to the model."""
@@ -105,7 +103,7 @@ class Observation(BaseModel):
     tool: str | None = None
 
 
-def bound(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> tuple[str, bool]:
+def bound(text: str, max_chars: int) -> tuple[str, bool]:
     """Keep head and tail of ``text`` within ``max_chars``, with a note of what was cut."""
     if len(text) <= max_chars:
         return text, False

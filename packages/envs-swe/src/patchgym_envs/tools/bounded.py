@@ -39,7 +39,7 @@ async def probe(ctx: ToolContext, real: str) -> FileProbe:
         f'n=$(wc -l < {q}); [ -n "$(tail -c1 {q})" ] && n=$((n+1)); '
         f"echo file $(stat -c %s {q}) $n; else echo missing; fi"
     )
-    res = await ctx.sandbox.exec(script, timeout=max(30.0, ctx.settings.command_timeout_s))
+    res = await ctx.sandbox.exec(script, timeout=max(30.0, ctx.settings.step_timeout_s))
     parts = res.stdout.split()
     if not parts or parts[0] not in ("dir", "file"):
         return FileProbe(kind="missing")
@@ -62,7 +62,7 @@ async def read_lines(
             lines.pop()
         return lines[first - 1 : last], False
     cmd = f"sed -n '{first},{last}p;{last}q' {shlex.quote(real)} | head -c {MAX_VIEW_BYTES + 1}"
-    res = await ctx.sandbox.exec(cmd, timeout=max(30.0, ctx.settings.command_timeout_s))
+    res = await ctx.sandbox.exec(cmd, timeout=max(30.0, ctx.settings.step_timeout_s))
     raw = res.stdout
     cut = len(raw.encode("utf-8", errors="replace")) > MAX_VIEW_BYTES or res.truncated
     lines = raw.split("\n")

@@ -1,4 +1,4 @@
-"""Per-episode state the tools share: the sandbox, path mapping, edit history, pdb.
+"""Per-episode state the tools share: the sandbox, path mapping, edit history, tool state.
 
 Paths: the model sees the task's workdir (``/testbed``). On backends whose real workdir
 differs (the local backend without isolation), :meth:`ToolContext.to_real` maps paths
@@ -10,19 +10,36 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from patchgym_sandbox import Sandbox
 
-if TYPE_CHECKING:
-    from patchgym_envs.tools.debug import PdbState
+
+class ToolState(Protocol):
+    """What a tool keeps across steps (debug-gym's pdb session); the context knows only this."""
+
+    def files_changed(self) -> None:
+        """A command or an edit may have changed files in the sandbox."""
+
+    async def close(self) -> None: ...
+
+
+def _env_default(name: str) -> Any:
+    from patchgym_envs.config import default_of  # config imports the tools package
+
+    return default_of(name)
 
 
 @dataclass
 class ToolSettings:
-    max_chars: int = 12_000
+    """The tools' share of :class:`~patchgym_envs.config.EnvConfig` (same names, same defaults)."""
+
+    max_observation_chars: int = field(
+        default_factory=lambda: _env_default("max_observation_chars")
+    )
     """Observation size bound (head and tail kept)."""
-    command_timeout_s: float = 120.0
+    step_timeout_s: float = field(default_factory=lambda: _env_default("step_timeout_s"))
+    """Deadline of one tool command (the exec request's ``timeout``)."""
     blocked_commands: tuple[str, ...] = ()
     test_cmd: str = "python3 -m pytest -q -p no:cacheprovider"
     """What debug-gym's ``eval`` and ``pdb`` run when the task names no visible test command."""
@@ -36,7 +53,17 @@ class ToolContext:
     test_cmd: str | None = None
     history: dict[str, list[str]] = field(default_factory=dict)
     """Path (real) -> earlier contents, for ``undo_edit``."""
-    pdb: PdbState | None = None
+    tool_state: dict[str, ToolState] = field(default_factory=dict)
+    """State of stateful tools, keyed by tool name."""
+
+    def files_changed(self) -> None:
+        for state in self.tool_state.values():
+            state.files_changed()
+
+    async def close_tool_state(self) -> None:
+        states, self.tool_state = list(self.tool_state.values()), {}
+        for state in states:
+            await state.close()
 
     @property
     def workdir(self) -> str:

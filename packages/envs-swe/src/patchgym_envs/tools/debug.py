@@ -59,10 +59,21 @@ class PdbState:
             kept.append(bp)
         self.breakpoints = kept
 
+    def files_changed(self) -> None:
+        self.stale = True
+
     async def close(self) -> None:
         session, self.session = self.session, None
         if session is not None:
             await session.close()
+
+
+def pdb_state(ctx: ToolContext, *, create: bool = False) -> PdbState | None:
+    """This episode's pdb state, kept in the context under the tool's name."""
+    state = ctx.tool_state.get("pdb")
+    if state is None and create:
+        state = ctx.tool_state["pdb"] = PdbState()
+    return state if isinstance(state, PdbState) else None
 
 
 def pdb_entrypoint(test_cmd: str) -> str:
@@ -121,7 +132,7 @@ class Pdb(Tool):
         await state.session.send(command + "\n")
         clear = _CLEAR.match(command)
         pattern = CONFIRM if clear is not None and not clear.group(1) else PROMPT
-        res = await state.session.expect(pattern, timeout=ctx.settings.command_timeout_s)
+        res = await state.session.expect(pattern, timeout=ctx.settings.step_timeout_s)
         if not res.timed_out and res.output.endswith("Clear all breaks? "):
             await state.session.send("y\n")
             more = await state.session.expect(PROMPT, timeout=30)
@@ -136,7 +147,7 @@ class Pdb(Tool):
                     "the next pdb call starts a new one]"
                 )
             return _clean(res.output + again.output[: -len("(Pdb) ")], command) + (
-                f"\n[interrupted after {ctx.settings.command_timeout_s:g} s]"
+                f"\n[interrupted after {ctx.settings.step_timeout_s:g} s]"
             )
         return _clean(res.output[: -len("(Pdb) ")], command)
 
@@ -148,9 +159,8 @@ class Pdb(Tool):
             raise ToolError("empty pdb command")
         if "\n" in command:
             raise ToolError("send one pdb command per call")
-        if ctx.pdb is None:
-            ctx.pdb = PdbState()
-        state = ctx.pdb
+        state = pdb_state(ctx, create=True)
+        assert state is not None
         if _QUIT.match(command):
             await state.close()
             return "pdb session ended; breakpoints are kept for the next session."
@@ -230,7 +240,8 @@ class View(Tool):
         lines, _ = await read_lines(ctx, real, info, start, max(end, start))
         end = start + len(lines) - 1 if lines else end
         rel = ctx.relative(real)
-        marks = {b.line for b in (ctx.pdb.breakpoints if ctx.pdb else []) if b.path == rel}
+        pdb = pdb_state(ctx)
+        marks = {b.line for b in (pdb.breakpoints if pdb else []) if b.path == rel}
         body = "\n".join(
             f"{'B' if i in marks else ' '}{i:5d}\t{line}" for i, line in enumerate(lines, start)
         )
@@ -278,8 +289,8 @@ class Edit(Tool):
         if updated == old:
             return "No change: the new code is identical to the replaced lines."
         await write_text(ctx, real, updated)
-        if ctx.pdb is not None:
-            ctx.pdb.shift(ctx.relative(real), start, end, len(new_lines))
+        if (pdb := pdb_state(ctx)) is not None:
+            pdb.shift(ctx.relative(real), start, end, len(new_lines))
         rel = ctx.relative(real)
         diff = "".join(
             difflib.unified_diff(

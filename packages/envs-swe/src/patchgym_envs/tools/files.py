@@ -55,8 +55,7 @@ async def write_text(ctx: ToolContext, real: str, content: str, *, remember: boo
         if old is not None:
             ctx.history.setdefault(real, []).append(old)
     await ctx.sandbox.write_file(real, content)
-    if ctx.pdb is not None:
-        ctx.pdb.stale = True
+    ctx.files_changed()
 
 
 async def list_dir(ctx: ToolContext, real: str, depth: int = 2) -> str:
@@ -64,7 +63,7 @@ async def list_dir(ctx: ToolContext, real: str, depth: int = 2) -> str:
         f"find {shlex.quote(real)} -maxdepth {depth} -not -path '*/.*' -not -path '*/__pycache__*' "
         "| sort"
     )
-    res = await ctx.sandbox.exec(cmd, timeout=ctx.settings.command_timeout_s)
+    res = await ctx.sandbox.exec(cmd, timeout=ctx.settings.step_timeout_s)
     header = f"Files and directories up to {depth} levels deep in {ctx.shown(real)}, excluding hidden items:\n"
     return header + ctx.to_shown(res.stdout)
 
@@ -180,8 +179,7 @@ class Editor:
         previous = stack.pop()
         if previous == "\0absent":
             await ctx.sandbox.exec(f"rm -f {shlex.quote(real)}", timeout=30)
-            if ctx.pdb is not None:
-                ctx.pdb.stale = True
+            ctx.files_changed()
             return f"Undid the creation of {ctx.shown(real)} (file removed)."
         await write_text(ctx, real, previous, remember=False)
         return f"Last edit to {ctx.shown(real)} undone successfully.\n{numbered(previous)}\n"

@@ -237,7 +237,7 @@ class Repair(GraphTool):
         else:
             cmd = ctx.test_cmd or base_cmd
             label = "the visible tests (no test imports the targets)"
-        limit = min(TEST_TIMEOUT_S, ctx.settings.command_timeout_s)
+        limit = min(TEST_TIMEOUT_S, ctx.settings.step_timeout_s)
         res = await ctx.sandbox.exec(ctx.to_real(cmd), timeout=limit)
         verdict = "PASSED" if res.ok else "FAILED"
         return f"{note}ran {label}: {verdict}\n$ {cmd}\n{format_result(ctx, res, limit)}"

@@ -72,7 +72,7 @@ class Scaffold:
         except Exception as exc:  # a tool bug must not kill the episode
             log.exception("tool %s failed", call.name)
             text, error = f"ERROR: {call.name} failed: {type(exc).__name__}: {exc}", True
-        shown, truncated = bound(text, ctx.settings.max_chars)
+        shown, truncated = bound(text, ctx.settings.max_observation_chars)
         return Observation(
             text=shown,
             error=error,

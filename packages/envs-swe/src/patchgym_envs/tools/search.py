@@ -44,7 +44,7 @@ class Search(Tool):
         if await is_dir(ctx, real):
             res = await ctx.sandbox.exec(
                 f"grep -rIcF {EXCLUDES} -- {q} {shlex.quote(real)} | grep -v ':0$'",
-                timeout=ctx.settings.command_timeout_s,
+                timeout=ctx.settings.step_timeout_s,
             )
             hits = []
             for line in res.stdout.splitlines():
@@ -60,7 +60,7 @@ class Search(Tool):
                 lines.append(f"[{len(hits) - MAX_FILES} more files not shown; narrow the search]")
             return "\n".join(lines)
         res = await ctx.sandbox.exec(
-            f"grep -nF -- {q} {shlex.quote(real)}", timeout=ctx.settings.command_timeout_s
+            f"grep -nF -- {q} {shlex.quote(real)}", timeout=ctx.settings.step_timeout_s
         )
         if res.exit_code == 2:
             raise ToolError(
@@ -92,7 +92,7 @@ class Grep(Tool):
         )
         res = await ctx.sandbox.exec(
             f"grep -rnIE {EXCLUDES} -- {shlex.quote(pattern)} {shlex.quote(real)}",
-            timeout=ctx.settings.command_timeout_s,
+            timeout=ctx.settings.step_timeout_s,
         )
         if res.exit_code == 2:
             raise ToolError(f"grep failed: {ctx.to_shown(res.stderr.strip())}")

@@ -62,12 +62,11 @@ def format_result(ctx: ToolContext, res: ExecResult, timeout: float) -> str:
     return out if out.strip() else "[command finished with exit code 0 and no output]"
 
 
-async def run_command(ctx: ToolContext, cmd: str, limit_s: float | None = None) -> str:
-    limit = limit_s or ctx.settings.command_timeout_s
-    res = await ctx.sandbox.exec(ctx.to_real(cmd), timeout=limit)
-    if ctx.pdb is not None:
-        ctx.pdb.stale = True  # the command may have changed files
-    return format_result(ctx, res, limit)
+async def run_command(ctx: ToolContext, cmd: str, timeout: float | None = None) -> str:
+    timeout = timeout or ctx.settings.step_timeout_s
+    res = await ctx.sandbox.exec(ctx.to_real(cmd), timeout=timeout)
+    ctx.files_changed()
+    return format_result(ctx, res, timeout)
 
 
 class ExecuteBash(Tool):

@@ -1,0 +1,82 @@
+"""``EnvConfig``: the one definition of an episode's settings, and where each default lives.
+
+Every path that runs episodes (``patchgym validate`` / ``rollout``, the verl agent loop,
+the rLLM adapters, the agents' rollout runner) passes one ``EnvConfig`` object down; a
+setting keeps its name from the Hydra ``env`` node to the tools (``step_timeout_s`` is the
+``timeout`` of each tool command's exec request). The ``sandbox`` node is validated here,
+once, into the installed backend's own config class (the registry's two-step validation).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
+
+from patchgym_envs.sandboxes import DEFAULT_RESOURCES
+from patchgym_envs.tools.markup import MAX_ACTION_BYTES, MAX_ACTION_DEPTH
+from patchgym_sandbox import BackendConfig, Resources
+from patchgym_sandbox.registry import load_config
+
+
+def _local() -> BackendConfig:
+    return load_config({"type": "local"})
+
+
+class GradingConfig(BaseModel):
+    """Where the hidden tests run at the end of an episode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sandbox: Literal["fresh", "same"] = "fresh"
+    """``fresh``: a new sandbox from the same template/image with only the agent's diff
+    (defeats planted site-packages, ``.pth`` files and background processes);
+    ``same``: the episode's sandbox (cheaper where a second sandbox is costly)."""
+
+
+class EnvConfig(BaseModel):
+    """Environment arguments (the ``env_args`` of rLLM, a Hydra ``env`` node)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sandbox: SerializeAsAny[BackendConfig] = Field(default_factory=_local)
+    """Backend config: a mapping is validated against the backend's own config class."""
+    scaffold: str = "r2egym"
+    max_steps: int = Field(default=40, gt=0)
+    episode_timeout_s: float = Field(default=1800.0, gt=0)
+    """Wall-clock budget from the first step (sandbox creation included) to grading."""
+    step_timeout_s: float = Field(default=120.0, gt=0)
+    """Deadline of one tool command (the exec request's ``timeout``)."""
+    max_observation_chars: int = Field(default=12_000, ge=500)
+    blocked_commands: list[str] = Field(default_factory=list)
+    python: str | None = None
+    """Interpreter whose folder goes first on PATH in local sandboxes (default: ``sys.executable``)."""
+    run_id: str | None = None
+    lease_s: float | None = None
+    resources: Resources = Field(default_factory=lambda: DEFAULT_RESOURCES.model_copy())
+    """Limits of each episode's sandbox (default ``sandboxes.DEFAULT_RESOURCES``: 4 GiB
+    memory, 1,024 processes, 4 GiB disk); a backend that cannot enforce one fails at start."""
+    setup_timeout_s: float = Field(default=600.0, gt=0)
+    max_action_bytes: int = Field(default=MAX_ACTION_BYTES, ge=1024)
+    """Largest action accepted (text, or a tool call's names and values); larger is an
+    error observation that states the limit."""
+    max_action_depth: int = Field(default=MAX_ACTION_DEPTH, ge=2)
+    """Deepest nesting of an action's arguments (JSON arrays/objects)."""
+    grading: GradingConfig = Field(default_factory=GradingConfig)
+    """Grading options (``{"sandbox": "same"}`` to grade in the episode's sandbox)."""
+    reward: dict[str, Any] | None = None
+    """Opt-in shaped reward (``{"type": "debug_gym", "step_penalty": 0.01}``); when set,
+    ``step`` returns the shaped value and ``info`` carries both rewards."""
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _backend_config(cls, value: Any) -> BackendConfig:
+        return load_config(value)
+
+
+def default_of(name: str) -> Any:
+    """The default of an ``EnvConfig`` field (for helpers that take one setting alone)."""
+    return EnvConfig.model_fields[name].default
+
+
+ENV_ARG_KEYS = frozenset(EnvConfig.model_fields)
