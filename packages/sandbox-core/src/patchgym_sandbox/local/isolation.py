@@ -143,9 +143,10 @@ def bwrap_argv(
     argv += ["--info-fd", str(info_fd), "--block-fd", str(block_fd)]
     argv += _system_binds()
     argv += ["--ro-bind", str(etc), "/etc"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(tmp), "/tmp"]
+    # after /tmp: a prefix or a task env under the host's /tmp must not be hidden by it
     for p in [*readonly, *map(Path, mounts)]:
         if p.exists():
             argv += ["--ro-bind", str(p), str(p)]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(tmp), "/tmp"]
     argv += ["--bind", str(root), workdir, "--remount-ro", "/", "--chdir", workdir]
     return argv
