@@ -53,6 +53,9 @@ class DockerConfig(BackendConfig):
     type: Literal["docker"] = "docker"  # pyright: ignore[reportIncompatibleVariableOverride]
     base_url: str | None = None
     """Engine address (``unix:///var/run/docker.sock``, ``tcp://host:2376``); None = ``DOCKER_HOST``/default."""
+    fixed_lease_s: float = Field(default=3600.0, gt=0)
+    """Docker labels are fixed at creation, so a lease cannot be renewed: containers are
+    stamped with at least this lease (an episode's budget), never the short renewable one."""
     api_version: str = "auto"
     """Engine API version to speak; ``auto`` asks the engine once (the SDK default may be too new)."""
     timeout_s: float = Field(default=60.0, gt=0)

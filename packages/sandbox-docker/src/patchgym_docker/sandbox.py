@@ -17,6 +17,7 @@ from patchgym_docker import archive, supervised
 from patchgym_docker.engine import explain, status_of
 from patchgym_docker.exec_client import ExecServerConnection, ServerGone, server_source
 from patchgym_docker.shell import DockerShellChannel
+from patchgym_sandbox import labels as L
 from patchgym_sandbox.errors import ConfigError, InfraError, SandboxFileNotFound, SandboxLost
 from patchgym_sandbox.remote import FrameDecoder
 from patchgym_sandbox.result import ExecResult
@@ -82,8 +83,18 @@ class DockerSandbox(Sandbox):
             self._spawn(self._boot_server())
 
     def labels(self) -> dict[str, str]:
-        """Backend labels, then the spec's (user labels, run/rollout ids, lease expiry)."""
-        return {**self._config.labels, BACKEND_LABEL: "docker", **self.spec.all_labels(self.id)}
+        """Backend labels, then the spec's (user labels, run/rollout ids, lease expiry).
+
+        A container's labels cannot change, so its lease cannot be renewed while it is in
+        use: a spec with the short renewable default lease is stamped once with
+        ``fixed_lease_s`` instead, long enough for an episode, so ``reap --expired`` never
+        removes a live one (``reap --run`` is immediate); a lease the caller chose is kept.
+        """
+        spec = self.spec
+        if spec.lease_s == L.DEFAULT_LEASE_S:
+            lease = max(spec.lease_s, self._config.fixed_lease_s)
+            spec = spec.model_copy(update={"lease_s": lease})
+        return {**self._config.labels, BACKEND_LABEL: "docker", **spec.all_labels(self.id)}
 
     def _host_config(self, api: APIClient) -> dict[str, Any]:
         cfg, res = self._config, self.spec.resources
