@@ -90,9 +90,91 @@ async def lifecycle_row(backend: Any, spec: Any, label: str, n: int, note: str =
     )
 
 
+async def group_rows(backend: Any, spec: Any, label: str, n: int, rounds: int) -> list[Row]:
+    """Time until each of n sandboxes has run its first exec: cold, group, warm pool.
+
+    cold: n concurrent ``start()``; group: ``backend.create_group(spec, n)`` with no pool
+    open (the generic path); warm pool: n ``claim()`` from a pool filled beforehand;
+    group from pool: ``create_group`` while a pool of that shape is open. Sandboxes are
+    closed after the clock stops. Rounds interleave the contenders.
+    """
+    from patchgym_sandbox.pool import close_all
+
+    async def first_execs(boxes: list[Any]) -> None:
+        res = await asyncio.gather(*(b.exec("true") for b in boxes))
+        assert all(r.exit_code == 0 for r in res), res
+
+    async def cold() -> list[Any]:
+        boxes = [backend.sandbox(spec) for _ in range(n)]
+        await asyncio.gather(*(b.start() for b in boxes))
+        return boxes
+
+    async def group() -> list[Any]:
+        return list(await backend.create_group(spec, n))
+
+    times: dict[str, list[float]] = {"cold": [], "group": [], "pool": [], "group+pool": []}
+    fill: list[float] = []
+    for _ in range(rounds):
+        for name, make in (("cold", cold), ("group", group)):
+            t0 = time.perf_counter()
+            boxes = await make()
+            await first_execs(boxes)
+            times[name].append(time.perf_counter() - t0)
+            await close_all(boxes)
+        for name in ("pool", "group+pool"):
+            async with backend.pool(spec, size=n) as pool:
+                t0 = time.perf_counter()
+                await pool.wait_ready(timeout=600)
+                fill.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                if name == "pool":
+                    boxes = list(await asyncio.gather(*(pool.claim() for _ in range(n))))
+                else:
+                    boxes = list(await backend.create_group(spec, n))
+                await first_execs(boxes)
+                times[name].append(time.perf_counter() - t0)
+            await close_all(boxes)
+    base = pct(times["cold"], 0.5)
+    rows = [
+        Row(
+            label,
+            f"group of {n}: time to first exec, {name} (p50)",
+            ms(pct(xs, 0.5)),
+            f"n={len(xs)}; cold/this = {base / pct(xs, 0.5):.1f}×"
+            + (" (target ≥ 5×)" if name != "cold" else ""),
+        )
+        for name, xs in times.items()
+    ]
+    rows.append(
+        Row(
+            label,
+            f"pool of {n}: fill before the claims (p50)",
+            ms(pct(fill, 0.5)),
+            "off the critical path",
+        )
+    )
+    return rows
+
+
 # -- docker ------------------------------------------------------------------------
 async def bench_docker(args: argparse.Namespace) -> list[Row]:
     rows: list[Row] = []
+    if args.only_groups:
+        from patchgym_sandbox import SandboxSpec, create_backend
+
+        labels = {"patchgym.bench": "backends"}
+        backend = create_backend({"type": "docker", "labels": labels})
+        try:
+            return await group_rows(
+                backend,
+                SandboxSpec(image=args.image),
+                "docker (server)",
+                args.group,
+                args.group_rounds,
+            )
+        finally:
+            await backend.reap(labels, expired=False)
+            await backend.aclose()
     for mode in args.docker_modes:
         rows += await bench_docker_mode(args, mode)
     return rows
@@ -164,6 +246,8 @@ async def bench_docker_mode(args: argparse.Namespace, mode: str) -> list[Row]:
                 )
 
         rows.append(await lifecycle_row(backend, spec, label, args.lifecycle_n))
+        if mode == "server":
+            rows += await group_rows(backend, spec, label, args.group, args.group_rounds)
         for width in args.concurrency:
             wall, rate = await concurrent_rollouts(lambda: backend.sandbox(spec), width, args.execs)
             rows.append(
@@ -229,6 +313,13 @@ async def bench_k8s_mode(args: argparse.Namespace, mode: str, *, lifecycle: bool
     conf = k8s_client.Configuration()
     k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
     core = k8s_client.CoreV1Api(k8s_client.ApiClient(conf))
+    if args.only_groups:
+        try:
+            return await group_rows(backend, spec, label, args.group, args.group_rounds)
+        finally:
+            await backend.reap(labels, expired=False)
+            await backend.aclose()
+            core.api_client.close()
     try:
         async with backend.sandbox(spec) as sb:
 
@@ -310,6 +401,7 @@ async def bench_k8s_mode(args: argparse.Namespace, mode: str, *, lifecycle: bool
                 backend, spec, label, args.lifecycle_n, "; close waits until the pod is gone"
             )
         )
+        rows += await group_rows(backend, spec, label, args.group, args.group_rounds)
         for width in args.concurrency:
             wall, rate = await concurrent_rollouts(lambda: backend.sandbox(spec), width, args.execs)
             rows.append(
@@ -358,6 +450,11 @@ def main() -> None:
         "--k8s-modes", nargs="+", choices=["server", "exec"], default=["server", "exec"]
     )
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 32])
+    parser.add_argument("--group", type=int, default=8, help="group size for the warm-pool rows")
+    parser.add_argument("--group-rounds", type=int, default=3)
+    parser.add_argument(
+        "--only-groups", action="store_true", help="only the group-of-n time-to-first-exec rows"
+    )
     args = parser.parse_args()
     chosen = list(BENCHES) if args.backend == "all" else [args.backend]
     table = Table(title="patchgym sandbox backends")

@@ -189,3 +189,24 @@ async def test_output_converts_like_verl_does(tokenizer: Any) -> None:
     d = out.as_dict()
     assert d["responses"].shape == d["response_mask"].shape
     assert float(d["rm_scores"][-1]) == out.reward_score
+
+
+async def test_samples_of_a_prompt_share_one_sandbox_group(tokenizer: Any) -> None:
+    import asyncio
+
+    from patchgym_envs import bundled_task
+    from patchgym_trainer.verl_engine.agent_loop import shared_groups
+
+    task = bundled_task("romanum")
+    outs = await asyncio.gather(
+        *(
+            make_loop(tokenizer, StandInServer(tokenizer, gold_replies(task)), ENV).run(
+                {}, **row_kwargs(task)
+            )
+            for _ in range(3)
+        )
+    )
+    _, groups = shared_groups(ENV["sandbox"])
+    assert groups.groups_made == 1  # the three samples' sandboxes were made as one group
+    assert [o.reward_score for o in outs] == [1.0, 1.0, 1.0]
+    assert all(o.extra_fields["sandbox_s"] > 0 for o in outs)

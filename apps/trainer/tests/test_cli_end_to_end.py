@@ -60,8 +60,12 @@ def test_rollout_gold_policy_two_samples(tmp_path: Path) -> None:
     )
     assert code == 0
     assert json.loads((tmp_path / "pass_at_k.json").read_text()) == {"pass@1": 1.0, "pass@2": 1.0}
-    assert len((tmp_path / "trajectories.jsonl").read_text().splitlines()) == 4
-    assert "resolve rate" in (tmp_path / "report.html").read_text()
+    lines = [json.loads(x) for x in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
+    assert len(lines) == 4
+    assert all(r["sandbox_s"] > 0 and r["phases"]["grading"] > 0 for r in lines)
+    html = (tmp_path / "report.html").read_text()
+    assert "resolve rate" in html and "sandbox-seconds" in html
+    assert (tmp_path / "phases.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_preflight_ags_names_what_is_missing(

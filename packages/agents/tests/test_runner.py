@@ -56,6 +56,7 @@ async def test_sixteen_concurrent_one_killed_then_resume(tmp_path: Path) -> None
     out = tmp_path / "run"
     config = RolloutConfig(
         samples=4,
+        sandbox_groups=False,  # KillOne finds its victim by the per-sample rollout-id label
         concurrency=16,
         infra_retries=1,
         retry_backoff_s=0.1,
@@ -97,6 +98,30 @@ async def test_sixteen_concurrent_one_killed_then_resume(tmp_path: Path) -> None
         assert third == []
     finally:
         await backend.reap(expired=False)
+        await backend.aclose()
+
+
+async def test_samples_share_one_group_per_task(tmp_path: Path) -> None:
+    backend = LocalBackend(LocalConfig(state_dir=tmp_path / "state"))
+    made: list[int] = []
+    create_group = backend.create_group
+
+    async def counting(spec: Any, n: int) -> list[Any]:
+        made.append(n)
+        return await create_group(spec, n)
+
+    backend.create_group = counting  # type: ignore[method-assign]
+    config = RolloutConfig(samples=3, concurrency=6, output_dir=tmp_path / "run", progress=False)
+    seen: list[EpisodeResult] = []
+    try:
+        summary = await rollout(
+            bundled_tasks()[:2], GoldPatchPolicy(), config, backend=backend, on_result=seen.append
+        )
+        assert summary.resolved == 6 and summary.leaked_sandboxes == []
+        assert made == [3, 3]  # one group of 3 per task
+        assert all(r.sandbox_s > 0 and "create" in r.phases for r in seen)
+        assert await backend.list_sandboxes() == []
+    finally:
         await backend.aclose()
 
 

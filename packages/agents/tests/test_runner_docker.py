@@ -44,6 +44,7 @@ async def test_sixteen_on_docker_one_container_removed(tmp_path: Path) -> None:
     victim = (tasks[1].id, 2)
     config = RolloutConfig(
         samples=4,
+        sandbox_groups=False,  # KillOne finds its victim by the per-sample rollout-id label
         concurrency=16,
         infra_retries=0,
         output_dir=tmp_path / "run",

@@ -71,6 +71,62 @@ def outcome_chart(
     return path
 
 
+PHASE_COLOURS = {
+    "create": "#5e35b1",
+    "setup": "#8e24aa",
+    "generation": "#1e88e5",
+    "tool": "#43a047",
+    "grading": "#fb8c00",
+    "close": "#6d4c41",
+}
+
+
+def phase_chart(
+    labels: Sequence[str],
+    phases: Sequence[Mapping[str, float]],
+    path: Path,
+    *,
+    title: str,
+) -> Path:
+    """Where each episode's time went: mean seconds per phase, and stacked bars per episode."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [n for n in PHASE_COLOURS if any(n in p for p in phases)]
+    names += sorted({k for p in phases for k in p} - set(names))
+    height = max(3.0, 0.35 * len(labels) + 1.5)
+    fig, (ax1, ax2) = plt.subplots(
+        1, 2, figsize=(11, height), gridspec_kw={"width_ratios": [1, 2.2]}
+    )
+    count = max(1, len(phases))
+    means = [sum(p.get(n, 0.0) for p in phases) / count for n in names]
+    colours = [PHASE_COLOURS.get(n, "#546e7a") for n in names]
+    ax1.bar(names, means, color=colours)
+    ax1.set_title("mean seconds per phase")
+    ax1.tick_params(axis="x", labelrotation=45)
+    ys = list(range(len(labels)))
+    left = [0.0] * len(labels)
+    for name, colour in zip(names, colours, strict=True):
+        widths = [p.get(name, 0.0) for p in phases]
+        ax2.barh(ys, widths, left=left, color=colour, label=name)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax2.set_yticks(ys)
+    ax2.set_yticklabels(labels, fontsize=8)
+    ax2.invert_yaxis()
+    ax2.set_xlabel("seconds")
+    ax2.set_title("phases per episode")
+    if names:
+        ax2.legend(loc="lower right", fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def write_html(
     path: Path,
     *,
@@ -79,6 +135,7 @@ def write_html(
     columns: Sequence[str],
     rows: Sequence[Mapping[str, Any]],
     chart: Path | None = None,
+    more_charts: Sequence[Path] = (),
 ) -> Path:
     """A single self-contained page (the chart is embedded as a data URI)."""
     esc = html.escape
@@ -94,9 +151,9 @@ def write_html(
     for key, value in summary.items():
         parts.append(f"<tr><th>{esc(str(key))}</th><td>{esc(str(value))}</td></tr>")
     parts.append("</table>")
-    if chart is not None and chart.is_file():
-        data = base64.b64encode(chart.read_bytes()).decode()
-        parts.append(f"<p><img alt='chart' src='data:image/png;base64,{data}'></p>")
+    for img in [c for c in (chart, *more_charts) if c is not None and c.is_file()]:
+        data = base64.b64encode(img.read_bytes()).decode()
+        parts.append(f"<p><img alt='{esc(img.stem)}' src='data:image/png;base64,{data}'></p>")
     parts.append("<h2>per task</h2><table><tr>")
     parts += [f"<th>{esc(c)}</th>" for c in columns]
     parts.append("</tr>")

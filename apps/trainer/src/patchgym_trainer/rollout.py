@@ -28,7 +28,7 @@ from patchgym_agents import (
     rollout,
 )
 from patchgym_agents.rollout.summary import print_summary
-from patchgym_trainer import report
+from patchgym_trainer import report, tracing
 from patchgym_trainer.datasets import load_dataset
 from patchgym_trainer.errors import TrainerError
 from patchgym_trainer.schema import AppConfig
@@ -118,10 +118,19 @@ async def run_rollout(cfg: AppConfig, out_dir: Path, console: Console) -> Rollou
         f"rollout: {len(tasks)} tasks × {rc.samples} samples, policy {cfg.rollout.policy}, "
         f"scaffold {cfg.env.scaffold}, sandbox {cfg.sandbox.type} → {out_dir}"
     )
+    executor = None
+    if cfg.run.executor == "ray":
+        from patchgym_agents.rollout import default_run_id
+        from patchgym_trainer.ray_executor import episode_executor
+
+        executor = episode_executor(cfg, rc, rc.env.run_id or default_run_id(rc))
+    provider = tracing.start(cfg.run)
     try:
-        summary = await rollout(tasks, policy, rc)
+        summary = await rollout(tasks, policy, rc, executor=executor)
     finally:
         await policy.aclose()
+        if provider is not None:
+            provider.shutdown()
     results = load_results(out_dir)
     pk = pass_at_ks(results, rc.samples)
     print_summary(summary, console)
@@ -188,6 +197,13 @@ def write_report(
         out_dir / "chart.png",
         title=f"patchgym rollout — {cfg.dataset.name}, {summary.policy}",
     )
+    phases = report.phase_chart(
+        [f"{r.task_id} [s{r.sample}]" for r in results],
+        [r.phases for r in results],
+        out_dir / "phases.png",
+        title="where the time went (create/claim, setup, generation, tool calls, grading, close)",
+    )
+    sandbox_s = sum(r.sandbox_s for r in results)
     s = summary
     report.write_html(
         out_dir / "report.html",
@@ -204,10 +220,14 @@ def write_report(
                 for k in ("model_s", "sandbox_s", "tools_s", "grading_s", "total_s")
             ),
             "wall (s)": s.wall_s,
+            "sandbox-seconds (total / mean per episode)": (
+                f"{sandbox_s:.1f} / {sandbox_s / max(1, len(results)):.2f}"
+            ),
             "leaked sandboxes": len(s.leaked_sandboxes),
         },
         columns=list(TaskRow.model_fields),
         rows=[r.model_dump() for r in rows],
         chart=chart,
+        more_charts=[phases],
     )
     (out_dir / "pass_at_k.json").write_text(json.dumps({f"pass@{k}": v for k, v in pk.items()}))

@@ -35,6 +35,19 @@ class RunConfig(_Strict):
     output_dir: str = "patchgym-runs"
     """Reports, trajectories and converted datasets go under ``<output_dir>/<command>-<time>``."""
     seed: int = 0
+    executor: Literal["local", "ray"] = "local"
+    """Where validate / rollout episodes run: this process, or a Ray cluster (``ray.*``)."""
+    trace_jsonl: str | None = None
+    """Write phase spans (create, tool calls, generation, grading, close) to this JSONL file."""
+    trace_otlp: str | None = None
+    """Export phase spans to this OTLP/HTTP endpoint (``http://host:4318/v1/traces``)."""
+
+
+class RayConfig(_Strict):
+    address: str | None = None
+    """``auto``, ``host:port`` or ``ray://host:10001``; None starts a local Ray."""
+    num_cpus_per_episode: float = Field(default=0.5, gt=0)
+    """CPUs Ray reserves per episode task (bounds episodes per node)."""
 
 
 DatasetFormat = Literal[
@@ -175,6 +188,7 @@ class AppConfig(_Strict):
     validate_: ValidateSettings = Field(default_factory=ValidateSettings, alias="validate")
     rollout: RolloutSettings = Field(default_factory=RolloutSettings)
     train: TrainSettings = Field(default_factory=TrainSettings)
+    ray: RayConfig = Field(default_factory=RayConfig)
     preset: Any = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -46,6 +46,8 @@ class PatchResult(BaseModel):
     rejected: str | None = None
     f2p: str = ""
     p2p: str = ""
+    executed_on: str | None = None
+    """The Ray node that ran it (``run.executor=ray``)."""
 
 
 class TaskResult(BaseModel):
@@ -146,6 +148,11 @@ async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> Valid
     backend = create_backend(cfg.sandbox)
     run_id = f"validate-{int(time.time())}"
     sem = asyncio.Semaphore(cfg.validate_.concurrency)
+    remote = None
+    if cfg.run.executor == "ray":
+        from patchgym_trainer.ray_executor import validate_executor
+
+        remote = validate_executor(cfg)
     results: list[PatchResult] = []
     backend_name = cfg.sandbox.type
     console.print(
@@ -168,7 +175,10 @@ async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> Valid
 
             async def one(task: Task, kind: PatchKind) -> None:
                 async with sem:
-                    res = await evaluate_one(task, kind, backend, run_id=run_id, env=cfg.env)
+                    if remote is not None:
+                        res = PatchResult.model_validate(await remote(task, kind, run_id))
+                    else:
+                        res = await evaluate_one(task, kind, backend, run_id=run_id, env=cfg.env)
                 results.append(res)
                 bad = sum(r.outcome != "ok" for r in results)
                 progress.update(

@@ -14,6 +14,7 @@ from patchgym_envs import (
     load_tasks,
     scaffold_names,
 )
+from patchgym_envs.env import Provision
 from patchgym_envs.graph import (
     GRAPH_ACTION,
     ExploreAction,
@@ -47,6 +48,7 @@ __all__ = [
     "ExploreAction",
     "GraphAction",
     "MemoryAction",
+    "Provision",
     "RepairAction",
     "SWEEnv",
     "Scaffold",

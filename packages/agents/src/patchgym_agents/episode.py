@@ -14,6 +14,7 @@ ends; :func:`run_episode` closes the environment in ``finally`` on every path.
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -21,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from patchgym_agents.agent_factory import make_agent
-from patchgym_agents.envs_api import EnvConfig, SWEEnv, Task
+from patchgym_agents.envs_api import EnvConfig, Provision, SWEEnv, Task
 from patchgym_agents.history import ContextBudget
 from patchgym_agents.policies.base import (
     ContextLengthExceeded,
@@ -73,6 +74,12 @@ class EpisodeResult(BaseModel):
     trajectory: dict[str, Any] = Field(default_factory=dict)
     """rLLM field names (``Trajectory.to_rllm``); per-step ``chat_completions`` dropped,
     the final conversation is in ``trajectory.info.messages``."""
+    phases: dict[str, float] = Field(default_factory=dict)
+    """Seconds per phase (create, setup, generation, tool, grading, close)."""
+    sandbox_s: float = 0.0
+    """Sandbox-seconds: how long this episode held a sandbox (for cost)."""
+    executed_on: str | None = None
+    """The host (or Ray node) that ran the episode."""
     finished_at: float = Field(default_factory=time.time)
 
     @property
@@ -92,15 +99,19 @@ async def run_episode(
     attempt: int = 1,
     model_timeout_s: float = 600.0,
     live: set[SWEEnv] | None = None,
+    provision: Provision | None = None,
 ) -> EpisodeResult:
     """Run ``task`` to the end with ``policy``; never raises for task, policy or infra trouble.
 
     ``env``: the episode settings (an ``EnvConfig``, passed down as is, or a mapping of its
     fields; None: the defaults). The scaffold and the episode budget are read from it.
+    ``provision``: hands the environment its started sandbox (a group or pool claim).
     """
     config = env if isinstance(env, EnvConfig) else EnvConfig.model_validate(dict(env or {}))
     scaffold, episode_timeout_s = config.scaffold, config.episode_timeout_s
-    sweenv = SWEEnv(task, config=config, backend=backend, idx=f"s{sample}a{attempt}")
+    sweenv = SWEEnv(
+        task, config=config, backend=backend, idx=f"s{sample}a{attempt}", provision=provision
+    )
     agent = make_agent(scaffold, tool_format=tool_format, budget=budget, workdir=task.workdir)
     ctx = EpisodeContext(
         task=task, scaffold=agent.scaffold, tool_format=agent.tool_format, sample=sample
@@ -122,10 +133,11 @@ async def run_episode(
             if remaining <= 0:
                 raise TimeoutError
             t0 = time.monotonic()
-            reply = await asyncio.wait_for(
-                policy.generate(agent.chat_completions, tools=agent.tools, episode=ctx),
-                min(model_timeout_s, remaining),
-            )
+            with sweenv.phases.phase("generation"):
+                reply = await asyncio.wait_for(
+                    policy.generate(agent.chat_completions, tools=agent.tools, episode=ctx),
+                    min(model_timeout_s, remaining),
+                )
             t.model_s += time.monotonic() - t0
             usage += reply.usage
             action = agent.update_from_model(reply)
@@ -190,5 +202,8 @@ async def run_episode(
         patch=info.get("patch"),
         verdict=verdict,
         trajectory=dumped,
+        phases=sweenv.phases.summary(),
+        executed_on=socket.gethostname(),
+        sandbox_s=round(sweenv.phases.sandbox_s, 3),
         **res,
     )

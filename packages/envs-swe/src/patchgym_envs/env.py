@@ -25,7 +25,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, Self
 
 from patchgym_envs import cleanup, grading, rllm_compat
@@ -60,8 +60,13 @@ from patchgym_sandbox import (
     SandboxBackend,
     SandboxClosed,
     SandboxLost,
+    SandboxSpec,
     create_backend,
 )
+from patchgym_sandbox.tracing import PhaseClock
+
+Provision = Callable[[SandboxBackend, SandboxSpec], Awaitable[Sandbox]]
+"""Hands the env a started sandbox for a spec (a claim from a pool or a group)."""
 
 _log = logging.getLogger(__name__)
 
@@ -83,6 +88,7 @@ class SWEEnv:
         config: EnvConfig | Mapping[str, Any] | None = None,
         backend: SandboxBackend | str | None = None,
         idx: Any = None,
+        provision: Provision | None = None,
         **env_args: Any,
     ) -> None:
         # rLLM's SWEEnv spellings (see rllm_compat): entry/dataset, backend="kubernetes", ...
@@ -103,6 +109,7 @@ class SWEEnv:
         self._backend = backend
         self._owns_backend = backend is None
         self._idx = idx
+        self._provision = provision
         self._sandbox: Sandbox | None = None
         self._sandbox_loop: asyncio.AbstractEventLoop | None = None
         self._ctx: ToolContext | None = None
@@ -251,6 +258,9 @@ class SWEEnv:
         self._started_at: float | None = None
         self._format_errors = 0
         self._sandbox_made = False
+        self.phases = PhaseClock(
+            "episode", {"task_id": self.task.id if self.task else "", "idx": str(self._idx)}
+        )
 
     def _reset_sync(self, task: Task | Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
         if task is not None:
@@ -314,13 +324,21 @@ class SWEEnv:
             lease_s=self.config.lease_s,
             resources=self.config.resources,
         )
-        sandbox = backend.sandbox(spec)
-        self._sandbox = sandbox
-        self._sandbox_made = True
-        cleanup.track(self)
         self._sandbox_loop = asyncio.get_running_loop()
-        await sandbox.start()
-        await run_setup(sandbox, self.task, timeout=self.config.setup_timeout_s)
+        with self.phases.phase("create", backend=backend.name):
+            if self._provision is not None:
+                sandbox = await self._provision(backend, spec)
+                self._sandbox = sandbox
+                self._sandbox_made = True
+                cleanup.track(self)
+            else:
+                sandbox = backend.sandbox(spec)
+                self._sandbox = sandbox
+                self._sandbox_made = True
+                cleanup.track(self)
+                await sandbox.start()
+        with self.phases.phase("setup"):
+            await run_setup(sandbox, self.task, timeout=self.config.setup_timeout_s)
         settings = ToolSettings(
             max_observation_chars=self.config.max_observation_chars,
             step_timeout_s=self.config.step_timeout_s,
@@ -343,7 +361,9 @@ class SWEEnv:
                 await ctx.close_tool_state()
         finally:
             if sandbox is not None:
-                await sandbox.close()
+                with self.phases.phase("close"):
+                    await sandbox.close()
+                self.phases.end(done_reason=str(self._done_reason))
 
     def _info(self, obs: Observation | None, **extra: Any) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -367,6 +387,8 @@ class SWEEnv:
                     info["shaped_reward"] = self._verdict.shaped_reward
             if self._patch is not None:
                 info["patch"] = self._patch
+            info["phases"] = self.phases.summary()
+            info["sandbox_s"] = round(self.phases.sandbox_s, 3)
         info.update(extra)
         return info
 
@@ -380,25 +402,28 @@ class SWEEnv:
         assert self.task is not None and self._sandbox is not None
         self._done = True
         self._done_reason = reason
-        await ensure_alive(self._sandbox)
-        self._patch = await current_patch(
-            self._sandbox, self.task.base_commit, timeout=self.config.step_timeout_s
-        )
-        if self.config.grading.sandbox == "fresh":
-            await self._close_sandbox()
-            verdict = await evaluate_patch(
-                self.task,
-                self._patch,
-                self._get_backend(),
-                python=self.config.python,
-                run_id=self.config.run_id,
-                env=self.config,
-                rollout_id=f"{self.task.id}-{self._idx}-grade" if self._idx is not None else None,
-            )
-        else:
-            verdict = await grading.grade(self.task, self._sandbox, patch=self._patch)
+        with self.phases.phase("grading"):
             await ensure_alive(self._sandbox)
-            verdict = verdict.model_copy(update={"grading_sandbox": "same"})
+            self._patch = await current_patch(
+                self._sandbox, self.task.base_commit, timeout=self.config.step_timeout_s
+            )
+            if self.config.grading.sandbox == "fresh":
+                await self._close_sandbox()
+                verdict = await evaluate_patch(
+                    self.task,
+                    self._patch,
+                    self._get_backend(),
+                    python=self.config.python,
+                    run_id=self.config.run_id,
+                    env=self.config,
+                    rollout_id=f"{self.task.id}-{self._idx}-grade"
+                    if self._idx is not None
+                    else None,
+                )
+            else:
+                verdict = await grading.grade(self.task, self._sandbox, patch=self._patch)
+                await ensure_alive(self._sandbox)
+                verdict = verdict.model_copy(update={"grading_sandbox": "same"})
         if self.config.reward is not None:
             verdict = grading.shaped(
                 verdict, self.config.reward, steps=self._steps, format_errors=self._format_errors
@@ -478,7 +503,8 @@ class SWEEnv:
                 text=f"ERROR: your action could not be read ({type(exc).__name__})", error=True
             )
         try:
-            return await self.scaffold.execute(call, ctx)
+            with self.phases.phase("tool", tool=call.name):
+                return await self.scaffold.execute(call, ctx)
         except (InfraError, SandboxClosed):
             raise
         except Exception as exc:

@@ -25,6 +25,8 @@ from patchgym_sandbox.errors import (
     SessionError,
     UnknownBackend,
 )
+from patchgym_sandbox.groups import SandboxGroups
+from patchgym_sandbox.pool import SandboxPool, start_group
 from patchgym_sandbox.registry import available_backends, create_backend, load_config
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest, Sandbox
@@ -55,8 +57,10 @@ __all__ = [
     "SandboxClosed",
     "SandboxError",
     "SandboxFileNotFound",
+    "SandboxGroups",
     "SandboxInfo",
     "SandboxLost",
+    "SandboxPool",
     "SandboxSpec",
     "SessionError",
     "SessionResult",
@@ -68,4 +72,5 @@ __all__ = [
     "available_backends",
     "create_backend",
     "load_config",
+    "start_group",
 ]

@@ -11,13 +11,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.sandbox import Sandbox
 from patchgym_sandbox.spec import SandboxSpec
+
+if TYPE_CHECKING:
+    from patchgym_sandbox.pool import SandboxPool
 
 
 class CheckRow(BaseModel):
@@ -99,6 +102,35 @@ class SandboxBackend(ABC):
 
     @abstractmethod
     def _make_sandbox(self, spec: SandboxSpec) -> Sandbox: ...
+
+    async def create_group(self, spec: SandboxSpec, n: int) -> list[Sandbox]:
+        """``n`` started, identical sandboxes of ``spec`` for the n rollouts of one task.
+
+        Generic: claimed from an open warm pool of the same sandbox shape (image,
+        template, workdir, env, resources, ...; labels and ids aside) when there is one,
+        else n concurrent starts, all or none. A backend with a cheaper way (a snapshot)
+        overrides this.
+        """
+        from patchgym_sandbox.pool import claim_group, pool_key, start_group
+
+        pools = self.warm_pools().get(pool_key(spec))
+        if pools:
+            return await claim_group(pools[-1], n)
+        return await start_group(self, spec, n)
+
+    def pool(self, spec: SandboxSpec, size: int, *, max_idle_s: float = 600.0) -> SandboxPool:
+        """A warm pool of ``size`` started sandboxes of ``spec``: ``async with`` it, ``claim()``.
+
+        While open, :meth:`create_group` for the same sandbox shape claims from it.
+        """
+        from patchgym_sandbox.pool import SandboxPool
+
+        return SandboxPool(self, spec, size, max_idle_s=max_idle_s)
+
+    def warm_pools(self) -> dict[str, list[SandboxPool]]:
+        """Open pools by sandbox shape (kept on the backend object, for create_group)."""
+        pools: dict[str, list[SandboxPool]] = self.__dict__.setdefault("_warm_pools", {})
+        return pools
 
     async def prepare(self, images: Sequence[str]) -> PrepareReport:
         """Make images (or templates) available before a run. Default: nothing to do."""

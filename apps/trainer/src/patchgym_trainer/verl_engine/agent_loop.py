@@ -17,12 +17,21 @@ entry (``env_args``, ``agent``) are our settings (see :mod:`.launch`). Per sampl
 
 The sandbox is created lazily by :class:`patchgym_envs.SWEEnv` and always closed in
 ``finally``. Everything is awaited on verl's loop; nothing here calls ``asyncio.run``.
+
+Groups: verl builds one loop object per sample and launches a batch chunk's samples
+together, so the rollout.n samples of a prompt that land on one worker claim their
+sandboxes from one :class:`patchgym_sandbox.SandboxGroups` per (event loop, sandbox
+config), made together within a short window (``agent.sandbox_groups: false`` turns it
+off). That per-worker cache is the one piece of process state here.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+import weakref
+from collections.abc import Mapping
 from typing import Any
 from uuid import uuid4
 
@@ -35,12 +44,48 @@ from verl.experimental.agent_loop.agent_loop import (
 
 from patchgym_agents import SWEAgent, make_agent
 from patchgym_envs import EnvConfig, SWEEnv, Task
-from patchgym_sandbox import InfraError, SandboxClosed
+from patchgym_envs.env import Provision
+from patchgym_sandbox import (
+    BackendConfig,
+    InfraError,
+    Sandbox,
+    SandboxBackend,
+    SandboxClosed,
+    SandboxGroups,
+    SandboxSpec,
+    create_backend,
+    load_config,
+)
 from patchgym_trainer.infra_rule import infra_error_of
 
 log = logging.getLogger(__name__)
 
 AGENT_NAME = "patchgym_swe"
+
+
+_SHARED: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[str, tuple[SandboxBackend, SandboxGroups]]
+] = weakref.WeakKeyDictionary()
+
+
+def shared_groups(
+    sandbox: BackendConfig | Mapping[str, Any],
+) -> tuple[SandboxBackend, SandboxGroups]:
+    """This worker loop's backend and groups for a sandbox config (made on first use)."""
+    per_loop = _SHARED.setdefault(asyncio.get_running_loop(), {})
+    sandbox = load_config(sandbox)
+    key = sandbox.model_dump_json()
+    if key not in per_loop:
+        backend = create_backend(sandbox)
+        per_loop[key] = (backend, SandboxGroups(backend, window_s=0.25))
+    return per_loop[key]
+
+
+def group_provision(task_key: str, groups: SandboxGroups) -> Provision:
+    async def provision(_: SandboxBackend, spec: SandboxSpec) -> Sandbox:
+        return await groups.claim(task_key, spec)
+
+    return provision
 
 
 def task_from_extra_info(extra_info: Any) -> Task:
@@ -77,6 +122,7 @@ class SWEAgentLoop(AgentLoopBase):
         self.env = EnvConfig.model_validate(node)  # validated once per worker, shared by samples
         self.scaffold: str = self.env.scaffold
         self.max_turns: int = int(agent_cfg.get("max_turns", self.env.max_steps))
+        self.sandbox_groups: bool = bool(agent_cfg.get("sandbox_groups", True))
         self.prompt_length: int = int(self.rollout_config.prompt_length)
         self.response_length: int = int(self.rollout_config.response_length)
 
@@ -84,7 +130,11 @@ class SWEAgentLoop(AgentLoopBase):
         task = task_from_extra_info(kwargs.get("extra_info"))
         request_id = uuid4().hex
         metrics: dict[str, Any] = {"generate_sequences": 0.0, "tool_calls": 0.0}
-        env = SWEEnv(task, config=self.env, idx=f"verl-{request_id[:8]}")
+        extra: dict[str, Any] = {}
+        if self.sandbox_groups:
+            backend, groups = shared_groups(self.env.sandbox)
+            extra = {"backend": backend, "provision": group_provision(task.id, groups)}
+        env = SWEEnv(task, config=self.env, idx=f"verl-{request_id[:8]}", **extra)
         agent = make_agent(self.scaffold, tool_format="text", workdir=task.workdir)
         prompt_len = 0
         token_ids: list[int] = []
@@ -108,9 +158,10 @@ class SWEAgentLoop(AgentLoopBase):
                     break
                 params = {**sampling_params, "max_tokens": budget}
                 t0 = time.monotonic()
-                out = await self.server_manager.generate(
-                    request_id=request_id, prompt_ids=token_ids, sampling_params=params
-                )
+                with env.phases.phase("generation"):
+                    out = await self.server_manager.generate(
+                        request_id=request_id, prompt_ids=token_ids, sampling_params=params
+                    )
                 metrics["generate_sequences"] += time.monotonic() - t0
                 merged, mask, new_lp = await self.ct_merge_assistant_token(
                     token_ids,
@@ -151,6 +202,7 @@ class SWEAgentLoop(AgentLoopBase):
             infra_error = f"{type(exc).__name__}: {exc}"
         finally:
             await env.aclose()
+        metrics["sandbox_s"] = env.phases.sandbox_s
         return self._output(
             token_ids,
             prompt_len,
@@ -209,5 +261,6 @@ class SWEAgentLoop(AgentLoopBase):
                 "stop_reason": stop,
                 "format_errors": agent.format_errors,
                 "turns": turns,
+                "sandbox_s": round(float(metrics["sandbox_s"]), 3),
             },
         )

@@ -21,6 +21,8 @@ class RolloutConfig(BaseModel):
     """None: the scaffold's default (``text`` for r2egym / debug-gym, ``native`` for sweagent)."""
     samples: int = Field(default=1, ge=1)
     """K samples per task."""
+    sandbox_groups: bool = True
+    """Make the sandboxes of a task's samples as one group (``backend.create_group``)."""
     concurrency: int = Field(default=8, ge=1)
     """Most episodes (so sandboxes) at once."""
     model_timeout_s: float = Field(default=600.0, gt=0)

@@ -12,7 +12,8 @@ import hashlib
 import logging
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -23,13 +24,15 @@ from patchgym_agents.policies.base import Policy
 from patchgym_agents.rollout.config import RolloutConfig
 from patchgym_agents.rollout.store import ResultStore
 from patchgym_agents.rollout.summary import RolloutSummary, summarise
-from patchgym_sandbox import SandboxBackend, create_backend
+from patchgym_sandbox import Sandbox, SandboxBackend, SandboxGroups, SandboxSpec, create_backend
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.retry import Retry, RetryPolicy
 
 log = logging.getLogger(__name__)
 
 ResultHook = Callable[[EpisodeResult], None]
+Executor = Callable[[Task, int, int], Awaitable[EpisodeResult]]
+"""Runs (task, sample, attempt) somewhere else (a Ray cluster) and returns its result."""
 
 
 def default_run_id(config: RolloutConfig) -> str:
@@ -59,6 +62,24 @@ class _Counters:
         self.errors += r.status == "error"
 
 
+def episode_kwargs(cfg: RolloutConfig, run_id: str) -> dict[str, Any]:
+    """The :func:`run_episode` settings of a run (the same in this process or a worker)."""
+    env = cfg.env if cfg.env.run_id else cfg.env.model_copy(update={"run_id": run_id})
+    return {
+        "env": env,
+        "tool_format": cfg.tool_format,
+        "budget": ContextBudget(max_tokens=cfg.max_context_tokens),
+        "model_timeout_s": cfg.model_timeout_s,
+    }
+
+
+def _groups_for(cfg: RolloutConfig, backend: SandboxBackend) -> SandboxGroups | None:
+    """Groups for the samples of a task, when there are several and groups are on."""
+    if cfg.samples < 2 or not cfg.sandbox_groups:
+        return None
+    return SandboxGroups(backend, linger_s=cfg.env.episode_timeout_s)
+
+
 async def rollout(
     tasks: Sequence[Task],
     policy: Policy,
@@ -66,11 +87,13 @@ async def rollout(
     *,
     backend: SandboxBackend | None = None,
     on_result: ResultHook | None = None,
+    executor: Executor | None = None,
 ) -> RolloutSummary:
     """Run every (task, sample) not already graded in ``config.output_dir``; return the summary.
 
     ``backend``: share an existing backend (not closed here); otherwise one is built from
-    ``config.env.sandbox`` and closed at the end.
+    ``config.env.sandbox`` and closed at the end. ``executor``: run each attempt elsewhere
+    (retries, the JSONL store, resume and the summary stay here).
     """
     cfg = config or RolloutConfig()
     run_id = cfg.env.run_id or default_run_id(cfg)
@@ -93,26 +116,35 @@ async def rollout(
         if key not in todo_keys:
             counters.add(r)
     sem = asyncio.Semaphore(cfg.concurrency)
-    env = cfg.env if cfg.env.run_id else cfg.env.model_copy(update={"run_id": run_id})
-    budget = ContextBudget(max_tokens=cfg.max_context_tokens)
+    kwargs = episode_kwargs(cfg, run_id)
     infra_retry = RetryPolicy(
         attempts=cfg.infra_retries + 1, base_s=cfg.retry_backoff_s, max_s=60 * cfg.retry_backoff_s
     )
+    groups = _groups_for(cfg, be) if executor is None else None
+    todo_per_task: dict[str, int] = {}
+    for t, _ in todo:
+        todo_per_task[t.id] = todo_per_task.get(t.id, 0) + 1
     start = time.monotonic()
 
     async def _attempt(task: Task, sample: int, attempt: int) -> EpisodeResult:
+        provision = None
+        if groups is not None and attempt == 1:  # a retry starts its own sandbox
+
+            async def provision(_: SandboxBackend, spec: SandboxSpec) -> Sandbox:
+                return await groups.claim(task.id, spec, n=todo_per_task[task.id])
+
         try:
+            if executor is not None:
+                return await executor(task, sample, attempt)
             return await run_episode(
                 task,
                 policy,
-                env=env,
-                tool_format=cfg.tool_format,
                 backend=be,
-                budget=budget,
                 sample=sample,
                 attempt=attempt,
-                model_timeout_s=cfg.model_timeout_s,
                 live=live,
+                provision=provision,
+                **kwargs,
             )
         except Exception as exc:  # a bug somewhere: record it, keep the run going
             log.exception("episode %s/%d crashed", task.id, sample)
@@ -193,6 +225,8 @@ async def rollout(
             for j in jobs:
                 j.result()  # surface anything unexpected
     finally:
+        if groups is not None:
+            await groups.aclose()
         try:
             found = await be.list_sandboxes({L.RUN_ID: run_id})
             leaked = [i.id for i in found]

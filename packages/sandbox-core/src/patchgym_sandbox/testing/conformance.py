@@ -29,6 +29,7 @@ from patchgym_sandbox.errors import PathOutsideSandbox, SandboxClosed, SandboxFi
 from patchgym_sandbox.registry import create_backend
 from patchgym_sandbox.sandbox import Sandbox
 from patchgym_sandbox.spec import SandboxSpec
+from patchgym_sandbox.testing.pool_conformance import PoolConformance
 
 ALIVE_CHECK = (
     # Exit 0 iff the pid in the file is a live, non-zombie process (PID 1 may not reap here).
@@ -37,7 +38,7 @@ ALIVE_CHECK = (
 )
 
 
-class SandboxConformance:
+class SandboxConformance(PoolConformance):
     concurrency: ClassVar[int] = 50
     """Sandboxes created and used at once in the concurrency test."""
     reap_sandboxes: ClassVar[int] = 3
