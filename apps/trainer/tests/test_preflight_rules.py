@@ -199,3 +199,19 @@ def test_backend_checks_come_from_the_backend(tmp_path: Any, monkeypatch: Any) -
     assert ags.status == "fail" and "E2B_API_KEY" in ags.fix
     (ok,) = probes.credentials(load_config({"type": "ags", "api_key": "k"}))
     assert ok.status == "pass"
+
+
+async def test_images_probe_asks_the_backend_what_it_provisions_from(tmp_path: Any) -> None:
+    """No backend names in preflight: the local backend answers with template folders."""
+    from patchgym_envs import bundled_tasks
+    from patchgym_trainer.preflight import probes
+
+    local = load_config({"type": "local", "state_dir": str(tmp_path / "s")})
+    tasks = bundled_tasks()[:2]
+    ok = await probes.images(local, tasks)
+    assert ok.status == "pass", ok.detail
+    gone = [t.model_copy(update={"template": str(tmp_path / "nowhere")}) for t in tasks]
+    bad = await probes.images(local, gone)
+    assert bad.status == "fail" and "template folder not found" in bad.detail
+    none = [t.model_copy(update={"template": None}) for t in tasks]
+    assert (await probes.images(local, none)).status == "fail"

@@ -127,6 +127,9 @@ class CloudSandboxConfig(BackendConfig):
 
         return AgsBackend(self)
 
+    def create_rate(self) -> float | None:
+        return self.creates_per_second
+
 
 class AgsConfig(CloudSandboxConfig):
     """Tencent Cloud Agent Sandbox: one tool serves many task images via ``x-custom-config``."""

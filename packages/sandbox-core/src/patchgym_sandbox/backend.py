@@ -41,6 +41,10 @@ class BackendConfig(BaseModel):
     max_concurrency: int | None = Field(default=None, gt=0)
     """Most sandboxes alive at once that this backend should be asked for (preflight uses it)."""
 
+    def create_rate(self) -> float | None:
+        """Sandbox creations per second the backend allows (a cloud quota), None if unbounded."""
+        return None
+
     def node(self) -> dict[str, Any]:
         """This config as the plain mapping it validates from, secrets revealed: for handing
         it to another process (a worker's YAML file) that validates it again."""
@@ -102,6 +106,11 @@ class SandboxBackend(ABC):
 
     @abstractmethod
     def _make_sandbox(self, spec: SandboxSpec) -> Sandbox: ...
+
+    def provisioned_from(self, spec: SandboxSpec) -> str | None:
+        """What this backend provisions ``spec`` from (what ``prepare`` must make available):
+        the image by default; the local backend says its template folder."""
+        return spec.image
 
     async def create_group(self, spec: SandboxSpec, n: int) -> list[Sandbox]:
         """``n`` started, identical sandboxes of ``spec`` for the n rollouts of one task.

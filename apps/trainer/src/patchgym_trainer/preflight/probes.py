@@ -100,19 +100,16 @@ async def images(cfg: BackendConfig | None, tasks: list[Task], *, timeout_s: flo
             detail=f"cannot build the {cfg.type} backend: {exc}",
             fix="install the backend package and start its engine",
         )
-    if cfg.type == "local":
-        refs = sorted({spec_for(t, backend).template or "" for t in tasks if t.template})
-        missing = [r for r in refs if not Path(r).is_dir()]
-        if missing or (len(refs) < len(tasks) and any(not t.template for t in tasks)):
-            return Check(
-                name="images",
-                status="fail",
-                detail=f"local backend needs template folders: {len(missing)} missing, "
-                f"{sum(not t.template for t in tasks)} tasks have none",
-                fix="use sandbox=docker/k8s/ags for image-based datasets",
-            )
-        return Check(name="images", status="pass", detail=f"{len(refs)} templates present")
-    refs = sorted({t.image for t in tasks if t.image})
+    wanted = [backend.provisioned_from(spec_for(t, backend)) for t in tasks]
+    if not all(wanted):
+        return Check(
+            name="images",
+            status="fail",
+            detail=f"{sum(not w for w in wanted)} tasks name nothing the {cfg.type} backend "
+            "can provision from (an image, or a template folder for the local backend)",
+            fix="pick the sandbox backend the dataset was built for",
+        )
+    refs = sorted({w for w in wanted if w})
     try:
         report = await asyncio.wait_for(backend.prepare(refs), timeout_s)
     except Exception as exc:

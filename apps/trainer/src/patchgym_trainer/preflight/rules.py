@@ -124,8 +124,8 @@ def sandbox_budget(
         + f" = {total} sandboxes, ~{hours:,.1f} sandbox-hours at {train.expected_episode_s:.0f} s each; "
         + f"peak {peak} at once"
     )
-    rate = getattr(sandbox, "creates_per_second", None)
-    if isinstance(rate, (int, float)) and rate > 0:
+    rate = sandbox.create_rate()
+    if rate:
         detail += f"; creating a step's {peak} takes ≥ {peak / rate:.1f} s at {rate}/s"
     if isinstance(limit, int) and peak > limit:
         return Check(

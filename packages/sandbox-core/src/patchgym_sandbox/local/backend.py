@@ -26,7 +26,7 @@ from pathlib import Path
 
 from patchgym_sandbox import beneath
 from patchgym_sandbox import labels as L
-from patchgym_sandbox.backend import SandboxBackend, SandboxInfo
+from patchgym_sandbox.backend import PrepareReport, SandboxBackend, SandboxInfo
 from patchgym_sandbox.errors import ConfigError, SandboxLost
 from patchgym_sandbox.local import cgroups, records, workcopy
 from patchgym_sandbox.local.config import LocalConfig
@@ -78,6 +78,14 @@ class LocalBackend(SandboxBackend):
             bwrap_path()
         else:
             _warn_unisolated()
+
+    def provisioned_from(self, spec: SandboxSpec) -> str | None:
+        return spec.template
+
+    async def prepare(self, images: Sequence[str]) -> PrepareReport:
+        """Template folders must exist on this machine (nothing is pulled)."""
+        missing = {ref: "template folder not found" for ref in images if not Path(ref).is_dir()}
+        return PrepareReport(present=[r for r in images if r not in missing], missing=missing)
 
     @property
     def isolated(self) -> bool:
