@@ -18,10 +18,11 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import tenacity
 from pydantic import BaseModel, ConfigDict, Field
+from tenacity.wait import wait_base
 
 T = TypeVar("T")
 log = logging.getLogger("patchgym.retry")
@@ -76,7 +77,7 @@ def retry_after_of(exc: BaseException) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-class _Wait(tenacity.wait.wait_base):
+class _Wait(wait_base):  # type: ignore[misc]  # tenacity types wait_base loosely
     def __init__(
         self, policy: RetryPolicy, retry_after: Callable[[BaseException], float | None]
     ) -> None:
@@ -164,7 +165,7 @@ class Retry:
             return fn(*args, **kwargs)
 
         retrying = tenacity.Retrying(sleep=sleep, before_sleep=self._log, **self._kwargs())
-        return retrying(once)
+        return cast(T, retrying(once))
 
     async def acall(
         self,
@@ -182,4 +183,4 @@ class Retry:
             return await fn(*args, **kwargs)
 
         retrying = tenacity.AsyncRetrying(before_sleep=self._log, **self._kwargs())
-        return await retrying(once)
+        return cast(T, await retrying(once))

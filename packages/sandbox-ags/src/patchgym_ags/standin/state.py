@@ -87,7 +87,7 @@ class Registry:
     def __init__(self, config: StandinConfig) -> None:
         self.config = config
         config.state_dir.mkdir(parents=True, exist_ok=True)
-        self.local = LocalBackend(LocalConfig(state_dir=config.state_dir, isolation=True))
+        self.local = LocalBackend(LocalConfig(state_dir=config.state_dir, isolation="bwrap"))
         self.sandboxes: dict[str, StandinSandbox] = {}
         self.idempotency: dict[tuple[str, str], str] = {}
         self.create_attempts: list[float] = []
