@@ -13,7 +13,9 @@ from patchgym_sandbox.local.config import LocalConfig
 def test_sandbox_node_becomes_the_backend_config() -> None:
     cfg = EnvConfig(sandbox={"type": "local", "isolation": False})
     assert isinstance(cfg.sandbox, LocalConfig)
-    assert cfg.model_dump()["sandbox"]["isolation"] is False  # subclass fields kept
+    assert (
+        cfg.model_dump()["sandbox"]["isolation"] == "none"
+    )  # subclass fields kept (False means none)
     with pytest.raises(ValidationError, match="unknown sandbox backend 'k8'"):
         EnvConfig(sandbox={"type": "k8"})
     with pytest.raises(ValidationError, match="isolatoin"):
