@@ -31,24 +31,31 @@ from patchgym_envs import SWEEnv, Task
 config, task = json.loads(sys.argv[1]), Task.model_validate_json(sys.argv[2])
 env = SWEEnv(task, sandbox=config, step_timeout_s=600)
 env.reset()
-env.step({"name": "execute_bash", "arguments": {"cmd": "echo started > /tmp/pg-started-$PPID; sleep 600"}})
+env.step({"name": "execute_bash", "arguments": {"cmd": "sleep 600"}})
 """
 
 
-def sleeping_task(marker: Path, image: str | None = None) -> dict[str, Any]:
+def sleeping_task(image: str | None = None) -> dict[str, Any]:
     task = bundled_task("semverlib")
-    fields: dict[str, Any] = {"eval_script": f"touch {marker}; sleep 600", "eval_timeout": 900}
+    fields: dict[str, Any] = {"eval_script": "sleep 600", "eval_timeout": 900}
     if image is not None:
         fields.update(image=image, template=None)
     return task.model_copy(update=fields).model_dump(mode="json")
 
 
-def processes_with(token: str) -> list[int]:
+def processes_with(token: str, cmdline: bytes = b"") -> list[int]:
+    """Processes of sandbox ``token`` (by its environment) whose command line holds ``cmdline``.
+
+    Read from the host's /proc, so it sees into an isolated sandbox's private /tmp and PID
+    namespace alike: the test needs no marker file inside the sandbox.
+    """
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if f"PATCHGYM_SANDBOX={token}".encode() in (entry / "environ").read_bytes():
+                if f"PATCHGYM_SANDBOX={token}".encode() not in (entry / "environ").read_bytes():
+                    continue
+                if cmdline in (entry / "cmdline").read_bytes().replace(b"\0", b" "):
                     pids.append(int(entry.name))
             except OSError:
                 continue
@@ -83,11 +90,12 @@ class Local:
         self.overrides = ["sandbox=local", f"++sandbox.state_dir={state_dir}"]
         self.config = {"type": "local", "state_dir": str(state_dir)}
 
-    def task(self, marker: Path) -> dict[str, Any]:
-        return sleeping_task(marker)
+    def task(self) -> dict[str, Any]:
+        return sleeping_task()
 
-    def started(self, marker: Path) -> bool:
-        return any(self.state_dir.glob(f"pg-*/root{marker}")) or marker.exists()
+    def started(self) -> bool:
+        """A command of one of our sandboxes is in its ``sleep 600``."""
+        return any(processes_with(sid, b"sleep 600") for sid in self.ids())
 
     def ids(self) -> list[str]:
         return sorted(p.name for p in self.state_dir.glob("pg-*"))
@@ -100,19 +108,16 @@ class Local:
             wait_for(lambda s=sid: not processes_with(s), f"processes of {sid} to end", 10)
 
 
-def run_validate(
-    env: Local, tmp_path: Path, command: str = "validate"
-) -> tuple[subprocess.Popen[str], Path]:
-    marker = Path(f"/tmp/pg-started-{os.getpid()}-{time.monotonic_ns()}")
+def run_command(env: Local, tmp_path: Path, command: str = "validate") -> subprocess.Popen[str]:
     data = tmp_path / "tasks.jsonl"
-    data.write_text(json.dumps(env.task(marker)) + "\n")
+    data.write_text(json.dumps(env.task()) + "\n")
     child = subprocess.Popen(
         [
             *PATCHGYM,
-            "validate",
+            command,
             "dataset=file",
             f"dataset.path={data}",
-            "validate.patches=[gold]",
+            "validate.patches=[gold]" if command == "validate" else "rollout.policy=gold",
             "--out",
             str(tmp_path / "out"),
             *env.overrides,
@@ -121,21 +126,22 @@ def run_validate(
         stderr=subprocess.STDOUT,
         text=True,
     )
-    return child, marker
+    return child
 
 
 @pytest.fixture
 def local(tmp_path: Path) -> Iterator[Local]:
-    yield Local(tmp_path / "state")
-    for marker in Path("/tmp").glob(f"pg-started-{os.getpid()}-*"):
-        marker.unlink(missing_ok=True)
+    env = Local(tmp_path / "state")
+    yield env
+    if env.state_dir.exists():  # a failed test: reap what it left (mounts, processes)
+        patchgym("sandboxes", "reap", "--all-mine", *env.overrides)
 
 
 @pytest.mark.parametrize("command", ["validate", "rollout"])
 def test_sigterm_of_a_run_closes_everything(local: Local, tmp_path: Path, command: str) -> None:
-    child, marker = run_validate(local, tmp_path, command)
+    child = run_command(local, tmp_path, command)
     try:
-        wait_for(lambda: local.started(marker), "the eval script to start")
+        wait_for(local.started, "the eval script to start")
         ids = local.ids()
         assert ids
         child.send_signal(signal.SIGTERM)
@@ -149,9 +155,9 @@ def test_sigterm_of_a_run_closes_everything(local: Local, tmp_path: Path, comman
 
 @pytest.mark.parametrize("command", ["validate", "rollout"])
 def test_sigkill_of_a_run_then_reap(local: Local, tmp_path: Path, command: str) -> None:
-    child, marker = run_validate(local, tmp_path, command)
+    child = run_command(local, tmp_path, command)
     try:
-        wait_for(lambda: local.started(marker), "the eval script to start")
+        wait_for(local.started, "the eval script to start")
     finally:
         child.kill()
         child.wait()
@@ -170,9 +176,8 @@ def test_sigkill_of_a_run_then_reap(local: Local, tmp_path: Path, command: str) 
 def test_sweenv_script_signals(local: Local, tmp_path: Path, sig: signal.Signals) -> None:
     task = bundled_task("semverlib").model_dump_json()
     child = subprocess.Popen([sys.executable, "-c", SCRIPT, json.dumps(local.config), task])
-    marker = Path(f"/tmp/pg-started-{child.pid}")
     try:
-        wait_for(lambda: local.started(marker), "the command to start")
+        wait_for(local.started, "the command to start")
         ids = local.ids()
         child.send_signal(sig)
         child.wait(timeout=120)

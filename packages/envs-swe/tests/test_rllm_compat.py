@@ -8,6 +8,8 @@ import pytest
 
 from patchgym_envs import SWEEnv, bundled_task
 from patchgym_envs.errors import EnvConfigError
+from patchgym_sandbox import BackendNotInstalled
+from patchgym_sandbox.registry import available_backends
 
 
 @pytest.mark.parametrize(
@@ -15,10 +17,16 @@ from patchgym_envs.errors import EnvConfigError
     [("docker", "docker"), ("kubernetes", "k8s"), ("local", "local"), ("ags", "ags")],
 )
 def test_backend_spellings_become_the_sandbox_type(backend: str, kind: str) -> None:
+    row = {**bundled_task("romanum").to_row(), "backend": backend}
+    if kind not in available_backends():  # the spelling maps, then names the missing package
+        with pytest.raises(BackendNotInstalled, match=f"patchgym-sandbox-{kind}"):
+            SWEEnv(bundled_task("romanum"), backend=backend)
+        with pytest.raises(BackendNotInstalled, match=f"patchgym-sandbox-{kind}"):
+            SWEEnv.from_dict(row)
+        return
     env = SWEEnv(bundled_task("romanum"), backend=backend)
-    assert env.config.sandbox["type"] == kind
-    row = SWEEnv.from_dict({**bundled_task("romanum").to_row(), "backend": backend})
-    assert row.config.sandbox["type"] == kind
+    assert env.config.sandbox.type == kind
+    assert SWEEnv.from_dict(row).config.sandbox.type == kind
 
 
 def test_rllm_arguments_map_onto_our_settings() -> None:

@@ -32,7 +32,7 @@ from patchgym_agents.envs_api import (
 from patchgym_agents.envs_api import (
     MAX_ACTION_BYTES,
     MAX_ACTION_DEPTH,
-    ActionTooLarge,
+    ActionInvalid,
     ToolCall,
     check_value,
     loads_json,
@@ -121,7 +121,7 @@ def _parse_params(body: str, fname: str) -> tuple[dict[str, Any], str | None, li
 def _too_large(value: Any, max_chars: int, max_depth: int) -> str | None:
     try:
         check_value(value, max_bytes=max_chars, max_depth=max_depth, what="tool call")
-    except ActionTooLarge as exc:
+    except ActionInvalid as exc:
         return str(exc)
     return None
 

@@ -50,10 +50,7 @@ from patchgym_envs.tools import (
     get_scaffold,
     to_tool_call,
 )
-from patchgym_envs.tools.markup import (
-    ActionTooLarge,
-    check_value,
-)
+from patchgym_envs.tools.markup import ActionInvalid, check_value
 from patchgym_sandbox import (
     InfraError,
     Sandbox,
@@ -494,7 +491,7 @@ class SWEEnv:
                 )  # before parsing: parsing cost stays bounded
             call = to_tool_call(action)
             check_value([call.name, call.arguments], max_bytes=max_bytes, max_depth=max_depth)
-        except (ActionParseError, ActionTooLarge) as exc:
+        except (ActionParseError, ActionInvalid) as exc:
             self._format_errors += 1
             return Observation(text=f"ERROR: {exc}", error=True)
         except Exception as exc:  # a parser bug or a hostile object: the model sees why

@@ -25,8 +25,16 @@ FUNC_OPEN = re.compile(r"<function\s{0,8}=\s{0,8}([^>\n]{0,256})>")
 PARAM_OPEN = re.compile(r"<parameter\s{0,8}=\s{0,8}([^>\n]{0,256})>")
 
 
-class ActionTooLarge(ValueError):
+class ActionInvalid(ValueError):
+    """An action the environment refuses before running it (the message says why)."""
+
+
+class ActionTooLarge(ActionInvalid):
     """An action over the size or nesting limit (the message states the limit)."""
+
+
+class ActionNotText(ActionInvalid):
+    """An action holding text that is not encodable as UTF-8 (a lone surrogate)."""
 
 
 def split_think(text: str) -> tuple[str, list[str], str | None]:
@@ -71,6 +79,10 @@ def _children(value: Any) -> Iterator[Any]:
 def check_value(value: Any, *, max_bytes: int, max_depth: int, what: str = "action") -> None:
     """Raise :class:`ActionTooLarge` if ``value`` (text, or nested data) is over a limit.
 
+    Text that cannot be encoded as UTF-8 (a lone surrogate, which no tokenizer emits but
+    a hostile or broken client can send) raises :class:`ActionNotText`: no command, file
+    or log downstream could carry it.
+
     Iterative, and stops as soon as a limit is crossed, so the cost is bounded by the
     limits rather than by the value.
     """
@@ -83,7 +95,16 @@ def check_value(value: Any, *, max_bytes: int, max_depth: int, what: str = "acti
                 f"the {what} is nested more than {max_depth} levels deep; send flat arguments"
             )
         if isinstance(item, str):
-            total += len(item) if item.isascii() else len(item.encode("utf-8", "replace"))
+            if item.isascii():
+                total += len(item)
+            else:
+                try:
+                    total += len(item.encode("utf-8"))
+                except UnicodeEncodeError as exc:
+                    raise ActionNotText(
+                        f"the {what} holds text that is not valid UTF-8 "
+                        f"({exc.reason} at character {exc.start}); send plain text"
+                    ) from None
         elif isinstance(item, (bytes, bytearray)):
             total += len(item)
         elif isinstance(item, (Mapping, list, tuple)):

@@ -104,6 +104,7 @@ class ProcessService:
             await proc.spawn(
                 sbx.prefix(cwd, new_session=not proc.pty), sbx.base_env(), sbx.local.id,
                 stdin=bool(request.stdin) if request.has_field("stdin") else True,
+                cgroups=sbx.local.cgroup_dirs,
             )  # fmt: skip
         except OSError as exc:
             raise ConnectError(Code.INVALID_ARGUMENT, f"cannot start {cfg.cmd!r}: {exc}") from None

@@ -3,8 +3,9 @@
 Every process of a sandbox shares this machine's PID namespace (so a pid written by one
 command is meaningful to the next, as in a real VM) but sees the sandbox's mounts: the
 working copy at the workdir, a private ``/tmp``, the rest of the filesystem read-only, and
-no network unless asked. Each process carries the sandbox token (``PATCHGYM_SANDBOX``) for
-the local backend's removal, and its own token for a process-tree kill.
+no network unless asked. Each process starts inside the sandbox's cgroups, so the local
+backend's removal kills it and everything it forked, detached or not; it also carries the
+sandbox token (``PATCHGYM_SANDBOX``) and its own token for a process-tree kill.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import signal
 import struct
 import termios
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from patchgym_sandbox.local.backend import SANDBOX_TOKEN
@@ -117,6 +119,21 @@ def _take_tty() -> None:
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
+def _joiner(cgroups: Sequence[Path], pty: bool) -> Callable[[], None]:
+    """The child's first step: join the sandbox's cgroups (so no fork, setsid or ``env -i``
+    escapes the sandbox's removal), then take the terminal if it has one."""
+    procs = [str(d / "cgroup.procs") for d in cgroups]
+
+    def join() -> None:
+        for path in procs:
+            with open(path, "w") as fh:
+                fh.write(str(os.getpid()))
+        if pty:
+            _take_tty()
+
+    return join
+
+
 @dataclass(eq=False)
 class ManagedProcess:
     cmd: str
@@ -153,16 +170,22 @@ class ManagedProcess:
             q.put_nowait(ev)
 
     async def spawn(
-        self, prefix: Sequence[str], base_env: Mapping[str, str], sandbox_id: str, stdin: bool
+        self,
+        prefix: Sequence[str],
+        base_env: Mapping[str, str],
+        sandbox_id: str,
+        stdin: bool,
+        cgroups: Sequence[Path] = (),
     ) -> None:
         env = {**base_env, **self.envs, SANDBOX_TOKEN: sandbox_id, PROC_TOKEN: self.token}
+        join = _joiner(cgroups, self.pty)
         argv = [*prefix, self.cmd, *self.args]
         if self.pty:
             master, slave = os.openpty()
             try:
                 self.proc = await asyncio.create_subprocess_exec(
                     *argv, stdin=slave, stdout=slave, stderr=slave, env=env,
-                    start_new_session=True, preexec_fn=_take_tty,
+                    start_new_session=True, preexec_fn=join,
                 )  # fmt: skip
             finally:
                 os.close(slave)
@@ -171,7 +194,7 @@ class ManagedProcess:
             self._watch = asyncio.get_running_loop().create_task(self._watch_pty())
         else:
             self.proc = await asyncio.create_subprocess_exec(
-                *argv, env=env, start_new_session=True,
+                *argv, env=env, start_new_session=True, preexec_fn=join,
                 stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             )  # fmt: skip

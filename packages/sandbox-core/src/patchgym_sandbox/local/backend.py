@@ -168,6 +168,7 @@ class LocalSandbox(Sandbox):
         self._isolated = backend.isolated
         self._channels: list[ShellChannel] = []
         self._server: ServerConnection | None = None
+        self._groups: list[Path] = []
 
     # -- paths: inside the sandbox vs on this machine ---------------------------
     @property
@@ -183,6 +184,12 @@ class LocalSandbox(Sandbox):
     def host_tmp(self) -> Path:
         """The sandbox's private /tmp (TMPDIR) on this machine."""
         return self._tmp
+
+    @property
+    def cgroup_dirs(self) -> list[Path]:
+        """The sandbox's cgroups (isolated only): a process placed there is limited like
+        its commands and killed by ``close()``, however it detached itself."""
+        return list(self._groups)
 
     def file_roots(self) -> Sequence[str]:
         return (self.workdir, "/tmp") if self._isolated else (str(self._base),)
@@ -237,7 +244,7 @@ class LocalSandbox(Sandbox):
                 workcopy.copy_tree(template, self._root)
         records.write(state_dir, rec)
         if self._isolated:
-            groups = cgroups.create(self.id, self.spec.resources)
+            groups = self._groups = cgroups.create(self.id, self.spec.resources)
             rec.cgroups = [str(g) for g in groups]
             records.write(state_dir, rec)
             self._server = self._launch(groups)
