@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
+from patchgym_envs.errors import one_line
 from patchgym_trainer import failures
 from patchgym_trainer.compose import GROUPS, compose, compose_raw, group_options
 from patchgym_trainer.schema import AppConfig
@@ -313,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
         if failure is None:
             err_console.print(
                 f"[bold red]internal error (a bug, please report it):[/] "
-                f"{escape(type(exc).__name__)}: {escape(failures.one_line(str(exc)))}",
+                f"{escape(type(exc).__name__)}: {escape(one_line(str(exc)))}",
                 highlight=False,
             )
             sys.exit(failures.BUG)

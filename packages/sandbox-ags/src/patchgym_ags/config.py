@@ -134,7 +134,7 @@ class CloudSandboxConfig(BackendConfig):
 class AgsConfig(CloudSandboxConfig):
     """Tencent Cloud Agent Sandbox: one tool serves many task images via ``x-custom-config``."""
 
-    type: Literal["ags"] = "ags"  # type: ignore[assignment]
+    type: Literal["ags"] = "ags"
     image_override: bool = True
     send_network_policy: bool = False
 
@@ -142,4 +142,4 @@ class AgsConfig(CloudSandboxConfig):
 class E2bConfig(CloudSandboxConfig):
     """E2B (or a self-hosted E2B): images map to template names."""
 
-    type: Literal["e2b"] = "e2b"  # type: ignore[assignment]
+    type: Literal["e2b"] = "e2b"

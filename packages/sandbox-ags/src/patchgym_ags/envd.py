@@ -69,7 +69,8 @@ class EnvdProcesses:
             stdin=stdin or pty is not None,
         )
         headers = {**user_header(user), KEEPALIVE_PING_HEADER: str(KEEPALIVE_PING_INTERVAL_SEC)}
-        return self._rpc.start(request, headers=headers)
+        events: AsyncIterator[Any] = self._rpc.start(request, headers=headers)
+        return events
 
     async def run(
         self,

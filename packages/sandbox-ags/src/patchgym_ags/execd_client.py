@@ -51,7 +51,7 @@ class ExecDaemon:
             events = self._procs.start(
                 [self._python, "-I", "-S", EXECD_PATH, SUPERVISOR_PATH], stdin=True, user=self._user
             )
-            first = await events.__anext__()  # type: ignore[attr-defined]
+            first = await events.__anext__()
             kind, value = event_kind(first)
             if kind != "start":
                 raise InfraError(f"envd did not start the exec daemon: {first!r}")

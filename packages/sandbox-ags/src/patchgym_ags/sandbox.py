@@ -165,7 +165,7 @@ class AgsSandbox(Sandbox):
                 shlex.join(argv),
                 on_stdout=lambda s: decoder.feed(s.encode()),
                 on_stderr=errs.append,
-                user=user,  # type: ignore[arg-type]
+                user=user,
                 timeout=0,
             )
             return Outcome(exit_code=res.exit_code, stderr="".join(errs))

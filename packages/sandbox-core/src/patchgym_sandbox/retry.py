@@ -77,7 +77,7 @@ def retry_after_of(exc: BaseException) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-class _Wait(wait_base):  # type: ignore[misc]  # tenacity types wait_base loosely
+class _Wait(wait_base):
     def __init__(
         self, policy: RetryPolicy, retry_after: Callable[[BaseException], float | None]
     ) -> None:
@@ -165,7 +165,7 @@ class Retry:
             return fn(*args, **kwargs)
 
         retrying = tenacity.Retrying(sleep=sleep, before_sleep=self._log, **self._kwargs())
-        return cast(T, retrying(once))
+        return retrying(once)
 
     async def acall(
         self,

@@ -98,7 +98,8 @@ class ExecStream:
         self.closed = False
 
     def fileno(self) -> int:
-        return self.sock.sock.fileno()
+        fd: int = self.sock.sock.fileno()
+        return fd
 
     def pending(self) -> bool:
         raw = self.sock.sock

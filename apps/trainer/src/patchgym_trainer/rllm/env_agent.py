@@ -34,7 +34,7 @@ from rllm.environments.base.base_env import (  # noqa: E402  # pyright: ignore[r
 )
 
 
-class PatchgymSWEEnv(SWEEnv, BaseEnv):
+class PatchgymSWEEnv(SWEEnv, BaseEnv):  # type: ignore[misc]  # rLLM ships no types
     """:class:`patchgym_envs.SWEEnv` registered as an rLLM ``BaseEnv``.
 
     ``SWEEnv.from_dict`` is a classmethod, so rLLM's ``env_class.from_dict(row)`` builds
@@ -65,7 +65,7 @@ def json_action(action: Any) -> Any:
     )
 
 
-class PatchgymSWEAgent(BaseAgent):
+class PatchgymSWEAgent(BaseAgent):  # type: ignore[misc]  # rLLM ships no types
     """:class:`patchgym_agents.SWEAgent` behind rLLM's ``BaseAgent`` contract."""
 
     def __init__(

@@ -45,7 +45,7 @@ GRADED_AT_CUTOFF = frozenset(
 """Episodes that stop without the env saying done; the tests still decide their reward."""
 
 
-class PatchgymSWEWorkflow(Workflow):
+class PatchgymSWEWorkflow(Workflow):  # type: ignore[misc]  # rLLM ships no types
     def __init__(
         self,
         *args: Any,
@@ -100,7 +100,7 @@ class PatchgymSWEWorkflow(Workflow):
             raise InfraEpisodeError(infra_error, task_id=env.task.id if env.task else None)
 
 
-class PatchgymMultiTurnWorkflow(MultiTurnWorkflow):
+class PatchgymMultiTurnWorkflow(MultiTurnWorkflow):  # type: ignore[misc]  # rLLM ships no types
     """``MultiTurnWorkflow(agent_cls=PatchgymSWEAgent, env_cls=PatchgymSWEEnv, ...)``, graded and closed.
 
     The env's blocking API runs on its own loop thread (as the stock workflow calls it,

@@ -42,10 +42,10 @@ async def probe_gold(task: Task, backend: SandboxBackend) -> Probe:
     finally:
         await sandbox.close()
     if verdict.parsed == 0:
-        tail = " | ".join(run.log.strip().splitlines()[-3:])  # type: ignore[union-attr]
+        tail = " | ".join(run.log.strip().splitlines()[-3:])
         raise BuildFailed(f"the gold patch's test run gave no test results: {tail[-300:]}")
     failing = [t.name for t in verdict.tests if not t.ok]
-    return Probe(failing=failing, network=network_failures(run.log, failing))  # type: ignore[union-attr]
+    return Probe(failing=failing, network=network_failures(run.log, failing))
 
 
 def without_network_tests(task: Task, network: dict[str, str]) -> Task:

@@ -66,7 +66,8 @@ class StandinApp:
                                 (k, v) for k, v in scope["headers"] if k != b"connect-timeout-ms"
                             ],
                         }
-                    return await app(scope, receive, send)
+                    await app(scope, receive, send)
+                    return
         if scope["type"] == "lifespan":
             return await self._lifespan(receive, send)
         await self.rest(scope, receive, send)
