@@ -50,9 +50,13 @@ async def sb(backend: DockerBackend, test_image: str) -> AsyncIterator[DockerSan
 
 
 def processes(engine: docker.DockerClient, cid: str) -> list[str]:
-    """Command lines of every process in the container, seen from the engine (outside)."""
-    top = engine.api.top(cid, ps_args="-eo pid,args")
-    return [proc[-1][:80] for proc in top["Processes"]]
+    """Command lines of every live process in the container, seen from the engine (outside).
+
+    A zombie (state Z) is already dead, waiting for its reaper (the container's init) to
+    collect it: it holds no memory, files or CPU, so it does not count as left running.
+    """
+    top = engine.api.top(cid, ps_args="-eo pid,stat,args")
+    return [proc[-1][:80] for proc in top["Processes"] if not proc[1].startswith("Z")]
 
 
 def only_keepalive(procs: list[str]) -> bool:
