@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import require
 
-from patchgym_envs import bundled_tasks
+from patchgym_envs import EnvConfig, bundled_tasks
 from patchgym_trainer.compose import compose
 
 pytestmark = [require("trl", "cpu"), require("torch", "cpu")]
@@ -36,10 +36,10 @@ def _rollout(tokenizer: Any, tmp_path: Path, **settings: Any) -> Any:
         "num_generations": 2,
         "force_gold": 1,
     }
-    env_args = {"sandbox": {"type": "local", "state_dir": str(tmp_path / "sb")}, "run_id": "t"}
+    env = EnvConfig(sandbox={"type": "local", "state_dir": str(tmp_path / "sb")}, run_id="t")
     return EpisodeRollout(
         bundled_tasks()[:1],
-        env_args=env_args,
+        env=env,
         settings=RolloutSettings(**{**base, **settings}),
         tokenizer=tokenizer,
     )

@@ -94,7 +94,7 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
     t = cfg.train
     tasks = load_dataset(cfg.dataset).tasks
     run_id = f"train-{cfg.run.name}-{uuid.uuid4().hex[:8]}"
-    env_args = {**dict(cfg.env), "run_id": run_id}  # the validated EnvConfig, shallow
+    env = cfg.env.model_copy(update={"run_id": run_id})  # the one validated EnvConfig
     tokenizer = AutoTokenizer.from_pretrained(cfg.model.path)
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(cfg.model.path, dtype=torch.float32)
@@ -108,7 +108,7 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
         force_gold=t.force_gold_samples,
         num_generations=t.rollout_n,
     )
-    rollout = EpisodeRollout(tasks, env_args=env_args, settings=settings, tokenizer=tokenizer)
+    rollout = EpisodeRollout(tasks, env=env, settings=settings, tokenizer=tokenizer)
     data = Dataset.from_list([{"prompt": prompt_messages(x, settings.scaffold)} for x in tasks])
     try:
         trainer = GRPOTrainer(

@@ -28,13 +28,13 @@ generation runs in a worker thread; nothing here calls ``asyncio.run``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from patchgym_agents import EpisodeContext, GoldPatchPolicy, make_agent
-from patchgym_envs import SWEEnv, Task
+from patchgym_envs import EnvConfig, SWEEnv, Task
 from patchgym_envs.looprunner import LoopRunner
 from patchgym_sandbox import InfraError, SandboxClosed
 
@@ -90,12 +90,12 @@ class EpisodeRollout:
         self,
         tasks: Sequence[Task],
         *,
-        env_args: Mapping[str, Any],
+        env: EnvConfig,
         settings: RolloutSettings,
         tokenizer: Any,
     ) -> None:
         self.settings = settings
-        self.env_args = dict(env_args)
+        self.env = env.model_copy(update={"scaffold": settings.scaffold})
         self.tokenizer = tokenizer
         self.tasks = {prompt_key(prompt_messages(t, settings.scaffold)): t for t in tasks}
         self.episodes: list[Episode] = []
@@ -146,7 +146,7 @@ class EpisodeRollout:
 
     async def _episode(self, task: Task, model: Any, idx: str, forced: bool) -> Episode:
         s, tok = self.settings, self.tokenizer
-        env = SWEEnv(task, idx=idx, **{**self.env_args, "scaffold": s.scaffold})
+        env = SWEEnv(task, idx=idx, config=self.env)
         agent = make_agent(s.scaffold, tool_format="text", workdir=task.workdir)
         gold = GoldPatchPolicy() if forced else None
         ctx = EpisodeContext(task=task, scaffold=agent.scaffold, tool_format="text")
