@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from patchgym_agents.agent import SWEAgent
 from patchgym_agents.agent_factory import make_agent
 from patchgym_agents.envs_api import EnvConfig, Provision, SWEEnv, Task
 from patchgym_agents.history import ContextBudget
@@ -32,13 +33,15 @@ from patchgym_agents.policies.base import (
     PolicyUnavailable,
 )
 from patchgym_agents.scaffolds import ToolFormat
-from patchgym_agents.types import Usage
+from patchgym_agents.types import Action, Usage
 from patchgym_sandbox import InfraError, SandboxBackend
 
 Status = Literal["graded", "infra_error", "error"]
 
 
 class Timings(BaseModel):
+    """Seconds per phase of an episode (a rollout summary sums them: ``PhaseTimes``)."""
+
     model_s: float = 0.0
     """Waiting for the policy."""
     sandbox_s: float = 0.0
@@ -108,102 +111,175 @@ async def run_episode(
     ``provision``: hands the environment its started sandbox (a group or pool claim).
     """
     config = env if isinstance(env, EnvConfig) else EnvConfig.model_validate(dict(env or {}))
-    scaffold, episode_timeout_s = config.scaffold, config.episode_timeout_s
     sweenv = SWEEnv(
         task, config=config, backend=backend, idx=f"s{sample}a{attempt}", provision=provision
     )
-    agent = make_agent(scaffold, tool_format=tool_format, budget=budget, workdir=task.workdir)
-    ctx = EpisodeContext(
-        task=task, scaffold=agent.scaffold, tool_format=agent.tool_format, sample=sample
+    agent = make_agent(
+        config.scaffold, tool_format=tool_format, budget=budget, workdir=task.workdir
     )
-    t = Timings()
-    usage = Usage()
-    start = time.monotonic()
-    res: dict[str, Any] = {"status": "graded"}
-    info: dict[str, Any] = {}
-    steps = 0
+    episode = _Episode(
+        task,
+        policy,
+        sweenv,
+        agent,
+        sample=sample,
+        episode_timeout_s=config.episode_timeout_s,
+        model_timeout_s=model_timeout_s,
+    )
     if live is not None:
         live.add(sweenv)
     try:
-        obs, info = await sweenv.areset()
-        agent.update_from_env(obs, 0.0, False, info)
-        done = False
-        while not done:
-            remaining = episode_timeout_s - (time.monotonic() - start)
-            if remaining <= 0:
-                raise TimeoutError
-            t0 = time.monotonic()
-            with sweenv.phases.phase("generation"):
-                reply = await asyncio.wait_for(
-                    policy.generate(agent.chat_completions, tools=agent.tools, episode=ctx),
-                    min(model_timeout_s, remaining),
-                )
-            t.model_s += time.monotonic() - t0
-            usage += reply.usage
-            action = agent.update_from_model(reply)
-            t0 = time.monotonic()
-            obs, reward, done, info = await sweenv.astep(action)
-            took = time.monotonic() - t0
-            steps += 1
-            if steps == 1:
-                t.sandbox_s += took
-            elif done:
-                t.grading_s += took
-            else:
-                t.tools_s += took
-            agent.update_from_env(obs, reward, done, info)
-        if info.get("infra_error"):
-            res.update(status="infra_error", infra_error=info["infra_error"])
-    except InfraError as exc:  # before TimeoutError: CreateTimeout is both
-        res.update(status="infra_error", infra_error=f"{type(exc).__name__}: {exc}")
-    except (TimeoutError, ContextLengthExceeded) as exc:
-        res["done_reason"] = "timeout" if isinstance(exc, TimeoutError) else "context_exceeded"
-        if sweenv.sandbox is not None:  # grade what the agent left behind
-            t0 = time.monotonic()
-            await sweenv.acompute_final_reward()
-            t.grading_s += time.monotonic() - t0
-            graded = sweenv.verdict
-            if graded is None or graded.infra_error:
-                why = graded.infra_error if graded else "grading after the early end failed"
-                res.update(status="infra_error", infra_error=why)
-            info = {"verdict": graded.model_dump(mode="json")} if graded else {}
-    except PolicyUnavailable as exc:
-        res.update(status="infra_error", infra_error=f"{type(exc).__name__}: {exc}")
-    except PolicyError as exc:
-        res.update(status="error", error=f"{type(exc).__name__}: {exc}")
+        await episode.play()
     finally:
         try:
             await sweenv.aclose()
         finally:
             if live is not None:
                 live.discard(sweenv)
-    t.total_s = time.monotonic() - start
-    verdict: dict[str, Any] | None = info.get("verdict") or (
-        sweenv.verdict.model_dump(mode="json") if sweenv.verdict else None
-    )
-    if res["status"] == "graded":
-        resolved = bool(verdict and verdict.get("resolved"))
-        res.update(resolved=resolved, reward=1.0 if resolved else 0.0)
+    return episode.result(attempt)
+
+
+class _Episode:
+    """One episode's loop and its bookkeeping: clocks, usage, steps and the outcome so far.
+
+    ``outcome`` holds the result's status fields (``status``, ``infra_error``, ``error``,
+    ``done_reason``); ``info`` is the environment's last info (its verdict and patch).
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        policy: Policy,
+        sweenv: SWEEnv,
+        agent: SWEAgent,
+        *,
+        sample: int,
+        episode_timeout_s: float,
+        model_timeout_s: float,
+    ) -> None:
+        self.task = task
+        self.policy = policy
+        self.sweenv = sweenv
+        self.agent = agent
+        self.sample = sample
+        self.episode_timeout_s = episode_timeout_s
+        self.model_timeout_s = model_timeout_s
+        self.ctx = EpisodeContext(
+            task=task, scaffold=agent.scaffold, tool_format=agent.tool_format, sample=sample
+        )
+        self.timings = Timings()
+        self.usage = Usage()
+        self.start = time.monotonic()
+        self.outcome: dict[str, Any] = {"status": "graded"}
+        self.info: dict[str, Any] = {}
+        self.steps = 0
+
+    async def play(self) -> None:
+        """Run to the end; task, policy and infra trouble becomes the outcome, not a raise."""
+        try:
+            await self._loop()
+        except InfraError as exc:  # before TimeoutError: CreateTimeout is both
+            self.outcome.update(status="infra_error", infra_error=f"{type(exc).__name__}: {exc}")
+        except (TimeoutError, ContextLengthExceeded) as exc:
+            self.outcome["done_reason"] = (
+                "timeout" if isinstance(exc, TimeoutError) else "context_exceeded"
+            )
+            await self._grade_early_end()
+        except PolicyUnavailable as exc:
+            self.outcome.update(status="infra_error", infra_error=f"{type(exc).__name__}: {exc}")
+        except PolicyError as exc:
+            self.outcome.update(status="error", error=f"{type(exc).__name__}: {exc}")
+
+    async def _loop(self) -> None:
+        obs, self.info = await self.sweenv.areset()
+        self.agent.update_from_env(obs, 0.0, False, self.info)
+        done = False
+        while not done:
+            done = await self._step(await self._generate())
+        if self.info.get("infra_error"):
+            self.outcome.update(status="infra_error", infra_error=self.info["infra_error"])
+
+    async def _generate(self) -> Action:
+        """The policy's next action, within what is left of the episode's budget."""
+        remaining = self.episode_timeout_s - (time.monotonic() - self.start)
+        if remaining <= 0:
+            raise TimeoutError
+        t0 = time.monotonic()
+        with self.sweenv.phases.phase("generation"):
+            reply = await asyncio.wait_for(
+                self.policy.generate(
+                    self.agent.chat_completions, tools=self.agent.tools, episode=self.ctx
+                ),
+                min(self.model_timeout_s, remaining),
+            )
+        self.timings.model_s += time.monotonic() - t0
+        self.usage += reply.usage
+        return self.agent.update_from_model(reply)
+
+    async def _step(self, action: Action) -> bool:
+        """Run ``action`` in the environment; True when the episode is done (and graded)."""
+        t0 = time.monotonic()
+        obs, reward, done, self.info = await self.sweenv.astep(action)
+        took = time.monotonic() - t0
+        self.steps += 1
+        if self.steps == 1:
+            self.timings.sandbox_s += took
+        elif done:
+            self.timings.grading_s += took
+        else:
+            self.timings.tools_s += took
+        self.agent.update_from_env(obs, reward, done, self.info)
+        return done
+
+    async def _grade_early_end(self) -> None:
+        """Grade what the agent left behind when time or the context window ran out."""
+        sweenv = self.sweenv
+        if sweenv.sandbox is None:
+            return
+        t0 = time.monotonic()
+        await sweenv.acompute_final_reward()
+        self.timings.grading_s += time.monotonic() - t0
+        graded = sweenv.verdict
+        if graded is None or graded.infra_error:
+            why = graded.infra_error if graded else "grading after the early end failed"
+            self.outcome.update(status="infra_error", infra_error=why)
+        self.info = {"verdict": graded.model_dump(mode="json")} if graded else {}
+
+    def result(self, attempt: int) -> EpisodeResult:
+        """The finished episode (after the environment closed: its phases are complete)."""
+        self.timings.total_s = time.monotonic() - self.start
+        info, res, sweenv, agent = self.info, self.outcome, self.sweenv, self.agent
+        verdict: dict[str, Any] | None = info.get("verdict") or (
+            sweenv.verdict.model_dump(mode="json") if sweenv.verdict else None
+        )
+        if res["status"] == "graded":
+            resolved = bool(verdict and verdict.get("resolved"))
+            res.update(resolved=resolved, reward=1.0 if resolved else 0.0)
+        return EpisodeResult(
+            task_id=self.task.id,
+            sample=self.sample,
+            attempt=attempt,
+            done_reason=res.pop("done_reason", info.get("done_reason")),
+            steps=self.steps,
+            model_steps=agent.model_steps,
+            format_errors=agent.format_errors,
+            usage=self.usage,
+            timings=self.timings,
+            patch=info.get("patch"),
+            verdict=verdict,
+            trajectory=_trajectory(agent),
+            phases=sweenv.phases.summary(),
+            executed_on=socket.gethostname(),
+            sandbox_s=round(sweenv.phases.sandbox_s, 3),
+            **res,
+        )
+
+
+def _trajectory(agent: SWEAgent) -> dict[str, Any]:
+    """The rLLM trajectory with the final conversation, without per-step prompts."""
     traj = agent.trajectory
     traj.info.update(agent.stats(), messages=agent.messages)
     dumped = traj.to_rllm()
     for s in dumped["steps"]:
         s.pop("chat_completions", None)
-    return EpisodeResult(
-        task_id=task.id,
-        sample=sample,
-        attempt=attempt,
-        done_reason=res.pop("done_reason", info.get("done_reason")),
-        steps=steps,
-        model_steps=agent.model_steps,
-        format_errors=agent.format_errors,
-        usage=usage,
-        timings=t,
-        patch=info.get("patch"),
-        verdict=verdict,
-        trajectory=dumped,
-        phases=sweenv.phases.summary(),
-        executed_on=socket.gethostname(),
-        sandbox_s=round(sweenv.phases.sandbox_s, 3),
-        **res,
-    )
+    return dumped

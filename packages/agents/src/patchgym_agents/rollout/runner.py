@@ -12,16 +12,16 @@ import hashlib
 import logging
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-from patchgym_agents.envs_api import SWEEnv, Task
+from patchgym_agents.envs_api import Provision, SWEEnv, Task
 from patchgym_agents.episode import EpisodeResult, run_episode
 from patchgym_agents.history import ContextBudget
 from patchgym_agents.policies.base import Policy
 from patchgym_agents.rollout.config import RolloutConfig
+from patchgym_agents.rollout.progress import Counters, ProgressLine
 from patchgym_agents.rollout.store import ResultStore
 from patchgym_agents.rollout.summary import RolloutSummary, summarise
 from patchgym_sandbox import Sandbox, SandboxBackend, SandboxGroups, SandboxSpec, create_backend
@@ -48,20 +48,6 @@ class _InfraFailed(Exception):
         self.result = result
 
 
-class _Counters:
-    def __init__(self) -> None:
-        self.done = 0
-        self.resolved = 0
-        self.infra = 0
-        self.errors = 0
-
-    def add(self, r: EpisodeResult) -> None:
-        self.done += 1
-        self.resolved += bool(r.resolved)
-        self.infra += r.status == "infra_error"
-        self.errors += r.status == "error"
-
-
 def episode_kwargs(cfg: RolloutConfig, run_id: str) -> dict[str, Any]:
     """The :func:`run_episode` settings of a run (the same in this process or a worker)."""
     env = cfg.env if cfg.env.run_id else cfg.env.model_copy(update={"run_id": run_id})
@@ -78,6 +64,200 @@ def _groups_for(cfg: RolloutConfig, backend: SandboxBackend) -> SandboxGroups | 
     if cfg.samples < 2 or not cfg.sandbox_groups:
         return None
     return SandboxGroups(backend, linger_s=cfg.env.episode_timeout_s)
+
+
+@dataclass
+class _Plan:
+    """Where a (possibly resumed) run starts from."""
+
+    results: dict[tuple[str, int], EpisodeResult]
+    """This run's episodes already on disk; an infra-failed one stays until it is rerun."""
+    todo: list[tuple[Task, int]]
+    """The (task, sample) pairs to run: never run, or infra-failed last time."""
+
+    @classmethod
+    def of(
+        cls, tasks: Sequence[Task], samples: int, previous: dict[tuple[str, int], EpisodeResult]
+    ) -> _Plan:
+        wanted = {(t.id, k) for t in tasks for k in range(samples)}
+        return cls(
+            results={key: r for key, r in previous.items() if key in wanted},
+            todo=[
+                (task, k)
+                for task in tasks
+                for k in range(samples)
+                if (prev := previous.get((task.id, k))) is None or prev.status == "infra_error"
+            ],
+        )
+
+    def finished(self) -> list[EpisodeResult]:
+        """The kept results that will not run again (they count as done from the start)."""
+        todo_keys = {(t.id, k) for t, k in self.todo}
+        return [r for key, r in self.results.items() if key not in todo_keys]
+
+    def todo_per_task(self) -> dict[str, int]:
+        """How many samples of each task run now (the size of its sandbox group)."""
+        per_task: dict[str, int] = {}
+        for t, _ in self.todo:
+            per_task[t.id] = per_task.get(t.id, 0) + 1
+        return per_task
+
+
+class _Episodes:
+    """Runs one (task, sample) to a recorded result.
+
+    An attempt runs here (:func:`run_episode`, the first one on a group's sandbox) or on the
+    ``executor``; an infra-failed attempt is retried by the shared retry policy; a crash is
+    recorded as an ``error`` result. The final result is appended to the store, counted
+    and passed to ``on_result``.
+    """
+
+    def __init__(
+        self,
+        cfg: RolloutConfig,
+        run_id: str,
+        policy: Policy,
+        backend: SandboxBackend,
+        plan: _Plan,
+        store: ResultStore,
+        *,
+        groups: SandboxGroups | None,
+        executor: Executor | None,
+        on_result: ResultHook | None,
+    ) -> None:
+        self.policy = policy
+        self.backend = backend
+        self.results = plan.results
+        self.store = store
+        self.groups = groups
+        self.executor = executor
+        self.on_result = on_result
+        self.live: set[SWEEnv] = set()
+        """Environments of running episodes (the progress line counts their sandboxes)."""
+        self.counters = Counters(plan.finished())
+        self.sem = asyncio.Semaphore(cfg.concurrency)
+        self.kwargs = episode_kwargs(cfg, run_id)
+        self.infra_retry = RetryPolicy(
+            attempts=cfg.infra_retries + 1,
+            base_s=cfg.retry_backoff_s,
+            max_s=60 * cfg.retry_backoff_s,
+        )
+        self.todo_per_task = plan.todo_per_task()
+
+    async def run(self, task: Task, sample: int) -> EpisodeResult:
+        async with self.sem:
+            res = await self._with_retries(task, sample)
+        await self._record(res)
+        return res
+
+    async def _with_retries(self, task: Task, sample: int) -> EpisodeResult:
+        """The last attempt's result; earlier attempts' infra errors in ``infra_attempts``."""
+        infra: list[str] = []
+
+        async def once() -> EpisodeResult:
+            res = await self._attempt(task, sample, len(infra) + 1)
+            if res.status == "infra_error":
+                infra.append(res.infra_error or "infra error")
+                raise _InfraFailed(res)
+            return res
+
+        retry = Retry(self.infra_retry, when=lambda e: isinstance(e, _InfraFailed), what=task.id)
+        try:
+            res = await retry.acall(once)
+        except _InfraFailed as failed:
+            res = failed.result
+            infra.pop()  # the last attempt's error is the result's own
+        res.infra_attempts = infra
+        return res
+
+    async def _attempt(self, task: Task, sample: int, attempt: int) -> EpisodeResult:
+        try:
+            if self.executor is not None:
+                return await self.executor(task, sample, attempt)
+            return await run_episode(
+                task,
+                self.policy,
+                backend=self.backend,
+                sample=sample,
+                attempt=attempt,
+                live=self.live,
+                provision=self._provision(task, attempt),
+                **self.kwargs,
+            )
+        except Exception as exc:  # a bug somewhere: record it, keep the run going
+            log.exception("episode %s/%d crashed", task.id, sample)
+            return EpisodeResult(
+                task_id=task.id,
+                sample=sample,
+                attempt=attempt,
+                status="error",
+                error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}",
+            )
+
+    def _provision(self, task: Task, attempt: int) -> Provision | None:
+        """A claim on the task's sandbox group; None (a sandbox of its own) for a retry."""
+        groups = self.groups
+        if groups is None or attempt != 1:
+            return None
+        n = self.todo_per_task[task.id]
+
+        async def provision(_: SandboxBackend, spec: SandboxSpec) -> Sandbox:
+            return await groups.claim(task.id, spec, n=n)
+
+        return provision
+
+    async def _record(self, res: EpisodeResult) -> None:
+        await self.store.append(res)
+        self.results[res.key] = res
+        self.counters.add(res)
+        if self.on_result is not None:
+            self.on_result(res)
+
+
+async def _run_all(
+    todo: Sequence[tuple[Task, int]],
+    run: Callable[[Task, int], Coroutine[Any, Any, EpisodeResult]],
+    refresh: Callable[[], None],
+) -> None:
+    """Run every pair concurrently, redrawing the progress twice a second.
+
+    Interrupted (cancelled, a signal), every episode is cancelled and awaited, so each
+    closes its sandbox before the caller reaps what is left.
+    """
+    jobs = [asyncio.create_task(run(t, k)) for t, k in todo]
+    try:
+        pending = set(jobs)
+        while pending:
+            _, pending = await asyncio.wait(pending, timeout=0.5)
+            refresh()
+    finally:
+        for j in jobs:
+            j.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+    refresh()
+    for j in jobs:
+        j.result()  # surface anything unexpected
+
+
+async def _close_run(
+    backend: SandboxBackend, run_id: str, groups: SandboxGroups | None, *, owns_backend: bool
+) -> list[str]:
+    """Close the groups, remove the run's leftover sandboxes and return their ids (leaked).
+
+    The backend is closed, when this run built it, even if listing or reaping fails.
+    """
+    if groups is not None:
+        await groups.aclose()
+    try:
+        found = await backend.list_sandboxes({L.RUN_ID: run_id})
+        leaked = [i.id for i in found]
+        if leaked:
+            log.warning("removing %d sandboxes left by run %s: %s", len(leaked), run_id, leaked)
+            await backend.reap({L.RUN_ID: run_id}, expired=False)
+        return leaked
+    finally:
+        if owns_backend:
+            await backend.aclose()
 
 
 async def rollout(
@@ -98,146 +278,22 @@ async def rollout(
     cfg = config or RolloutConfig()
     run_id = cfg.env.run_id or default_run_id(cfg)
     store = ResultStore(cfg.output_dir)
-    previous = store.load() if cfg.resume else {}
-    wanted = {(t.id, k) for t in tasks for k in range(cfg.samples)}
-    results = {key: r for key, r in previous.items() if key in wanted}
-    todo = [
-        (task, k)
-        for task in tasks
-        for k in range(cfg.samples)
-        if (prev := previous.get((task.id, k))) is None or prev.status == "infra_error"
-    ]
+    plan = _Plan.of(tasks, cfg.samples, store.load() if cfg.resume else {})
     owns_backend = backend is None
     be = backend or create_backend(cfg.env.sandbox)
-    live: set[SWEEnv] = set()
-    counters = _Counters()
-    todo_keys = {(t.id, k) for t, k in todo}
-    for key, r in results.items():
-        if key not in todo_keys:
-            counters.add(r)
-    sem = asyncio.Semaphore(cfg.concurrency)
-    kwargs = episode_kwargs(cfg, run_id)
-    infra_retry = RetryPolicy(
-        attempts=cfg.infra_retries + 1, base_s=cfg.retry_backoff_s, max_s=60 * cfg.retry_backoff_s
-    )
     groups = _groups_for(cfg, be) if executor is None else None
-    todo_per_task: dict[str, int] = {}
-    for t, _ in todo:
-        todo_per_task[t.id] = todo_per_task.get(t.id, 0) + 1
-    start = time.monotonic()
-
-    async def _attempt(task: Task, sample: int, attempt: int) -> EpisodeResult:
-        provision = None
-        if groups is not None and attempt == 1:  # a retry starts its own sandbox
-
-            async def provision(_: SandboxBackend, spec: SandboxSpec) -> Sandbox:
-                return await groups.claim(task.id, spec, n=todo_per_task[task.id])
-
-        try:
-            if executor is not None:
-                return await executor(task, sample, attempt)
-            return await run_episode(
-                task,
-                policy,
-                backend=be,
-                sample=sample,
-                attempt=attempt,
-                live=live,
-                provision=provision,
-                **kwargs,
-            )
-        except Exception as exc:  # a bug somewhere: record it, keep the run going
-            log.exception("episode %s/%d crashed", task.id, sample)
-            return EpisodeResult(
-                task_id=task.id,
-                sample=sample,
-                attempt=attempt,
-                status="error",
-                error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}",
-            )
-
-    async def one(task: Task, sample: int) -> EpisodeResult:
-        infra: list[str] = []
-
-        async def once() -> EpisodeResult:
-            res = await _attempt(task, sample, len(infra) + 1)
-            if res.status == "infra_error":
-                infra.append(res.infra_error or "infra error")
-                raise _InfraFailed(res)
-            return res
-
-        retry = Retry(infra_retry, when=lambda e: isinstance(e, _InfraFailed), what=task.id)
-        async with sem:
-            try:
-                res = await retry.acall(once)
-            except _InfraFailed as failed:
-                res = failed.result
-                infra.pop()  # the last attempt's error is the result's own
-        res.infra_attempts = infra
-        await store.append(res)
-        results[res.key] = res
-        counters.add(res)
-        if on_result is not None:
-            on_result(res)
-        return res
-
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn(
-            "resolved {task.fields[resolved]} · infra {task.fields[infra]} · "
-            "errors {task.fields[errors]} · sandboxes {task.fields[live]}"
-        ),
-        TimeElapsedColumn(),
-        disable=not cfg.progress,
-        transient=False,
+    episodes = _Episodes(
+        cfg, run_id, policy, be, plan, store, groups=groups, executor=executor, on_result=on_result
     )
-    total = len(tasks) * cfg.samples
-    leaked: list[str] = []
+    start = time.monotonic()
+    progress = ProgressLine(episodes.counters, episodes.live, enabled=cfg.progress)
     try:
-        with progress:
-            bar = progress.add_task(
-                "episodes", total=total, completed=0, resolved=0, infra=0, errors=0, live=0
-            )
-
-            def refresh() -> None:
-                progress.update(
-                    bar,
-                    completed=counters.done,
-                    resolved=counters.resolved,
-                    infra=counters.infra,
-                    errors=counters.errors,
-                    live=sum(e.sandbox is not None for e in list(live)),
-                )
-
-            jobs = [asyncio.create_task(one(t, k)) for t, k in todo]
-            try:
-                pending = set(jobs)
-                while pending:
-                    _, pending = await asyncio.wait(pending, timeout=0.5)
-                    refresh()
-            finally:  # interrupted: stop the episodes (each closes its sandbox) before reaping
-                for j in jobs:
-                    j.cancel()
-                await asyncio.gather(*jobs, return_exceptions=True)
-            refresh()
-            for j in jobs:
-                j.result()  # surface anything unexpected
+        with progress.shown(total=len(tasks) * cfg.samples) as refresh:
+            await _run_all(plan.todo, episodes.run, refresh)
     finally:
-        if groups is not None:
-            await groups.aclose()
-        try:
-            found = await be.list_sandboxes({L.RUN_ID: run_id})
-            leaked = [i.id for i in found]
-            if leaked:
-                log.warning("removing %d sandboxes left by run %s: %s", len(leaked), run_id, leaked)
-                await be.reap({L.RUN_ID: run_id}, expired=False)
-        finally:
-            if owns_backend:
-                await be.aclose()
+        leaked = await _close_run(be, run_id, groups, owns_backend=owns_backend)
     summary = summarise(
-        results.values(),
+        plan.results.values(),
         run_id=run_id,
         policy=policy.name,
         scaffold=cfg.env.scaffold,

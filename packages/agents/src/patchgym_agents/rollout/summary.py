@@ -9,17 +9,11 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from patchgym_agents.episode import EpisodeResult
+from patchgym_agents.episode import EpisodeResult, Timings
 
 
-class PhaseTimes(BaseModel):
-    """Seconds summed over episodes (``mean_*``: per episode)."""
-
-    model_s: float = 0.0
-    sandbox_s: float = 0.0
-    tools_s: float = 0.0
-    grading_s: float = 0.0
-    total_s: float = 0.0
+class PhaseTimes(Timings):
+    """An episode's :class:`Timings` summed over episodes (``mean_*``: per episode)."""
 
 
 class RolloutSummary(BaseModel):
