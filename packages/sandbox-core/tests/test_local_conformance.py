@@ -12,23 +12,14 @@ from patchgym_sandbox import SandboxSpec
 from patchgym_sandbox.testing import SandboxConformance
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("template")
-    (root / "README.md").write_text("template repo\n")
-    (root / "pkg").mkdir()
-    (root / "pkg" / "__init__.py").write_text("VALUE = 1\n")
-    return root
-
-
 class TestLocalOverlay(SandboxConformance):
     @pytest.fixture
     def backend_config(self, tmp_path: Path) -> dict[str, Any]:
         return {"type": "local", "state_dir": str(tmp_path / "state"), "copy_mode": "auto"}
 
     @pytest.fixture
-    def sandbox_spec(self, template: Path) -> SandboxSpec:
-        return SandboxSpec(template=str(template))
+    def sandbox_spec(self, template_repo: Path) -> SandboxSpec:
+        return SandboxSpec(template=str(template_repo))
 
 
 class TestLocalCopy(TestLocalOverlay):

@@ -11,15 +11,6 @@ from patchgym_sandbox import SandboxSpec
 from patchgym_sandbox.testing.security import SandboxSecurity
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("template")
-    (root / "README.md").write_text("template repo\n")
-    (root / "pkg").mkdir()
-    (root / "pkg" / "__init__.py").write_text("VALUE = 1\n")
-    return root
-
-
 class TestLocalSecurity(SandboxSecurity):
     """No setting but the state dir: the defaults are the boundary."""
 
@@ -28,5 +19,5 @@ class TestLocalSecurity(SandboxSecurity):
         return {"type": "local", "state_dir": str(tmp_path / "state")}
 
     @pytest.fixture
-    def sandbox_spec(self, template: Path) -> SandboxSpec:
-        return SandboxSpec(template=str(template), workdir="/testbed")
+    def sandbox_spec(self, template_repo: Path) -> SandboxSpec:
+        return SandboxSpec(template=str(template_repo), workdir="/testbed")

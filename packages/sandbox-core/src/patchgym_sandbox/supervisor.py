@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Callable, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
+from typing import IO, Callable, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
 
 TOKEN_VAR = "PATCHGYM_EXEC"
 TIMEOUT_EXIT_CODE = 124
@@ -73,6 +73,186 @@ def kill_tree(pgid, var, token):
     return len(_pids_with_token(var, token))
 
 
+class _Limits:
+    """The deadline and the idle timeout of one command; output pushes the idle one back."""
+
+    def __init__(self, start, timeout, idle_timeout):
+        # type: (float, Optional[float], Optional[float]) -> None
+        self.deadline = start + timeout if timeout else None  # type: Optional[float]
+        self.idle_timeout = idle_timeout
+        self.last_output = start
+
+    def remaining(self, now):
+        # type: (float) -> List[float]
+        """Seconds left before each limit that applies (empty when none does)."""
+        left = []  # type: List[float]
+        if self.deadline is not None:
+            left.append(self.deadline - now)
+        if self.idle_timeout:
+            left.append(self.last_output + self.idle_timeout - now)
+        return left
+
+    def expired(self, now):
+        # type: (float) -> str
+        """The status flag of the limit that ran out: the deadline wins, else the idle one."""
+        if self.deadline is not None and now >= self.deadline:
+            return "timed_out"
+        return "idle_timed_out"
+
+
+def _spawn(
+    cmd,  # type: str
+    env,  # type: Dict[str, str]
+    cwd,  # type: Optional[str]
+    stdin,  # type: Optional[bytes]
+    preexec_fn,  # type: Optional[Callable[[], None]]
+    argv_prefix,  # type: Tuple[str, ...]
+):
+    # type: (...) -> subprocess.Popen[bytes]
+    """Start ``bash -c cmd`` in a session (and process group) of its own, stdin fed by a thread.
+
+    ``subprocess`` is looked up at call time: the local namespace init swaps in a shim whose
+    ``Popen`` registers the child so that its reaper leaves it alone.
+    """
+    proc = subprocess.Popen(
+        list(argv_prefix) + ["bash", "-c", cmd],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=preexec_fn,
+    )
+    if stdin is not None:
+        threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
+    return proc
+
+
+def _feed(pipe, data):
+    # type: (IO[bytes], bytes) -> None
+    """Write ``data`` to the command's stdin and close it; a command that stops reading
+    (or exits) early is not an error. Runs in a thread so a full pipe never blocks output."""
+    try:
+        pipe.write(data)
+    except OSError:
+        pass
+    finally:
+        try:
+            pipe.close()
+        except OSError:
+            pass
+
+
+def _watch_output(proc):
+    # type: (subprocess.Popen[bytes]) -> selectors.BaseSelector
+    """A selector over the command's stdout and stderr, each keyed by its stream number."""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, 1)  # type: ignore[arg-type]
+    sel.register(proc.stderr, selectors.EVENT_READ, 2)  # type: ignore[arg-type]
+    return sel
+
+
+def _pump(
+    proc,  # type: subprocess.Popen[bytes]
+    sel,  # type: selectors.BaseSelector
+    on_chunk,  # type: Callable[[int, bytes], None]
+    limits,  # type: _Limits
+):
+    # type: (...) -> Optional[str]
+    """Forward output until both pipes close, until a short drain after the command exits
+    (something it left behind may hold the pipes), or until a limit runs out.
+
+    Returns the status flag of the expired limit, or None. A pipe is unregistered at its
+    end of file, so the selector's map is the set of pipes still open.
+    """
+    exited_at = None  # type: Optional[float]
+    while sel.get_map():
+        now = time.monotonic()
+        waits = [1.0] + limits.remaining(now)
+        if exited_at is not None:
+            waits.append(exited_at + DRAIN_AFTER_EXIT_S - now)
+        wait = min(waits)
+        if wait <= 0:
+            if exited_at is not None and now >= exited_at + DRAIN_AFTER_EXIT_S:
+                return None
+            return limits.expired(now)
+        _forward_ready(sel, wait, on_chunk, limits)
+        if exited_at is None and proc.poll() is not None:
+            exited_at = time.monotonic()
+    return None
+
+
+def _forward_ready(sel, wait, on_chunk, limits):
+    # type: (selectors.BaseSelector, float, Callable[[int, bytes], None], _Limits) -> None
+    """Wait up to ``wait`` seconds, then pass on one read from each ready pipe."""
+    for key, _ in sel.select(wait):
+        data = os.read(key.fd, 65536)
+        if not data:
+            sel.unregister(key.fileobj)
+            continue
+        limits.last_output = time.monotonic()
+        on_chunk(key.data, data)
+
+
+def _wait_after_output(proc, limits):
+    # type: (subprocess.Popen[bytes], _Limits) -> Optional[str]
+    """The pipes closed but the command may still run (``exec >&- 2>&-; sleep``): the
+    deadline and the idle timeout keep counting. Returns the expired limit's flag, or None."""
+    left = limits.remaining(time.monotonic())
+    try:
+        proc.wait(timeout=max(0.0, min(left)) if left else None)
+    except subprocess.TimeoutExpired:
+        return limits.expired(time.monotonic())
+    return None
+
+
+def _kill_leftovers(pgid, token, forced):
+    # type: (int, str, bool) -> None
+    """Kill anything left in the group (or escaped from it) and wait until it is gone.
+
+    The common case (nothing left, not ``forced`` by a timeout or a pipe still held) costs
+    one failed ``killpg`` and no ``/proc`` scan.
+    """
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+        leftovers = True
+    except OSError:
+        leftovers = False
+    if leftovers or forced:
+        kill_tree(pgid, TOKEN_VAR, token)
+
+
+def _read_buffered(sel, on_chunk):
+    # type: (selectors.BaseSelector, Callable[[int, bytes], None]) -> None
+    """Pass on what was already buffered in the pipes still open before the kill."""
+    for key in list(sel.get_map().values()):
+        try:
+            os.set_blocking(key.fd, False)
+            while True:
+                data = os.read(key.fd, 65536)
+                if not data:
+                    break
+                on_chunk(key.data, data)
+        except OSError:
+            pass
+
+
+def _final_status(code, expired, start):
+    # type: (int, Optional[str], float) -> Dict[str, object]
+    """The final status: a timeout exits 124, a signal ``N`` exits ``128 + N`` (as in bash)."""
+    if expired:
+        code = TIMEOUT_EXIT_CODE
+    elif code < 0:
+        code = 128 - code
+    return {
+        "exit_code": code,
+        "timed_out": expired == "timed_out",
+        "idle_timed_out": expired == "idle_timed_out",
+        "duration_s": time.monotonic() - start,
+    }
+
+
 def supervise(
     cmd,  # type: str
     on_chunk,  # type: Callable[[int, bytes], None]
@@ -86,123 +266,28 @@ def supervise(
     token=None,  # type: Optional[str]
 ):
     # type: (...) -> Dict[str, object]
-    """Run ``bash -c cmd``; stream chunks to ``on_chunk(1|2, data)``; return the status."""
+    """Run ``bash -c cmd``; stream chunks to ``on_chunk(1|2, data)``; return the status.
+
+    In order: spawn the command, pass its output on until its pipes close or a limit runs
+    out, keep its limits while it runs on without output pipes, kill whatever is left of its
+    tree, pass on what the pipes still buffered, and report how it ended.
+    """
     token = token or uuid.uuid4().hex
     full_env = dict(os.environ if env is None else env)
     full_env[TOKEN_VAR] = token
     start = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv_prefix) + ["bash", "-c", cmd],
-        cwd=cwd,
-        env=full_env,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        preexec_fn=preexec_fn,
-    )
-    pgid = proc.pid
-    if stdin is not None:
-        stdin_pipe = proc.stdin
-
-        def feed():
-            # type: () -> None
-            try:
-                stdin_pipe.write(stdin)  # type: ignore[union-attr]
-            except OSError:
-                pass
-            finally:
-                try:
-                    stdin_pipe.close()  # type: ignore[union-attr]
-                except OSError:
-                    pass
-
-        threading.Thread(target=feed, daemon=True).start()
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ, 1)  # type: ignore[arg-type]
-    sel.register(proc.stderr, selectors.EVENT_READ, 2)  # type: ignore[arg-type]
-    open_streams = 2
-    deadline = start + timeout if timeout else None
-    last_output = start
-    timed_out = idle_timed_out = False
-    exited_at = None  # type: Optional[float]
-    while open_streams:
-        now = time.monotonic()
-        waits = [1.0]
-        if deadline is not None:
-            waits.append(deadline - now)
-        if idle_timeout:
-            waits.append(last_output + idle_timeout - now)
-        if exited_at is not None:
-            waits.append(exited_at + DRAIN_AFTER_EXIT_S - now)
-        wait = min(waits)
-        if wait <= 0:
-            if exited_at is not None and now >= exited_at + DRAIN_AFTER_EXIT_S:
-                break
-            if deadline is not None and now >= deadline:
-                timed_out = True
-            else:
-                idle_timed_out = True
-            break
-        for key, _ in sel.select(wait):
-            data = os.read(key.fd, 65536)
-            if not data:
-                sel.unregister(key.fileobj)
-                open_streams -= 1
-                continue
-            last_output = time.monotonic()
-            on_chunk(key.data, data)
-        if exited_at is None and proc.poll() is not None:
-            exited_at = time.monotonic()
-    if not (timed_out or idle_timed_out or open_streams):
-        # The pipes closed but the command may still run (``exec >&- 2>&-; sleep``):
-        # the deadline and the idle timeout keep counting.
-        limits = []  # type: List[float]
-        if deadline is not None:
-            limits.append(deadline - time.monotonic())
-        if idle_timeout:
-            limits.append(last_output + idle_timeout - time.monotonic())
-        try:
-            proc.wait(timeout=max(0.0, min(limits)) if limits else None)
-        except subprocess.TimeoutExpired:
-            if deadline is not None and time.monotonic() >= deadline:
-                timed_out = True
-            else:
-                idle_timed_out = True
-    # Anything left in the group (or escaped from it) is killed, and we wait until it is
-    # gone; the common case (nothing left) costs one failed killpg and no /proc scan.
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-        leftovers = True
-    except OSError:
-        leftovers = False
-    if leftovers or timed_out or idle_timed_out or open_streams:
-        kill_tree(pgid, TOKEN_VAR, token)
-    for key in list(sel.get_map().values()):
-        # Read what was already buffered in the pipes before the kill.
-        try:
-            os.set_blocking(key.fd, False)
-            while True:
-                data = os.read(key.fd, 65536)
-                if not data:
-                    break
-                on_chunk(key.data, data)
-        except OSError:
-            pass
+    proc = _spawn(cmd, full_env, cwd, stdin, preexec_fn, argv_prefix)
+    limits = _Limits(start, timeout, idle_timeout)
+    sel = _watch_output(proc)
+    expired = _pump(proc, sel, on_chunk, limits)
+    if expired is None and not sel.get_map():
+        expired = _wait_after_output(proc, limits)
+    _kill_leftovers(proc.pid, token, forced=expired is not None or bool(sel.get_map()))
+    _read_buffered(sel, on_chunk)
     sel.close()
     proc.stdout.close()  # type: ignore[union-attr]
     proc.stderr.close()  # type: ignore[union-attr]
-    code = proc.wait()
-    if timed_out or idle_timed_out:
-        code = TIMEOUT_EXIT_CODE
-    elif code < 0:
-        code = 128 - code
-    return {
-        "exit_code": code,
-        "timed_out": timed_out,
-        "idle_timed_out": idle_timed_out,
-        "duration_s": time.monotonic() - start,
-    }
+    return _final_status(proc.wait(), expired, start)
 
 
 def _main():

@@ -16,20 +16,19 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-import pytest_asyncio
 
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import SandboxBackend
 from patchgym_sandbox.errors import PathOutsideSandbox, SandboxClosed, SandboxFileNotFound
-from patchgym_sandbox.registry import create_backend
 from patchgym_sandbox.sandbox import Sandbox
 from patchgym_sandbox.spec import SandboxSpec
 from patchgym_sandbox.testing.pool_conformance import PoolConformance
+from patchgym_sandbox.testing.suite import BackendSuite
 
 ALIVE_CHECK = (
     # Exit 0 iff the pid in the file is a live, non-zombie process (PID 1 may not reap here).
@@ -38,34 +37,13 @@ ALIVE_CHECK = (
 )
 
 
-class SandboxConformance(PoolConformance):
+class SandboxConformance(BackendSuite, PoolConformance):
+    run_id: ClassVar[str] = "conformance"
     concurrency: ClassVar[int] = 50
     """Sandboxes created and used at once in the concurrency test."""
     reap_sandboxes: ClassVar[int] = 3
     """Sandboxes the SIGKILLed driver leaves behind."""
     driver_ready_timeout: ClassVar[float] = 180.0
-
-    # -- fixtures ----------------------------------------------------------------
-    @pytest.fixture
-    def backend_config(self) -> Mapping[str, Any]:
-        raise NotImplementedError("provide a `backend_config` fixture")
-
-    @pytest.fixture
-    def sandbox_spec(self) -> SandboxSpec:
-        raise NotImplementedError("provide a `sandbox_spec` fixture")
-
-    @pytest_asyncio.fixture
-    async def backend(self, backend_config: Mapping[str, Any]) -> AsyncIterator[SandboxBackend]:
-        b = create_backend(backend_config)
-        yield b
-        await b.aclose()
-
-    @pytest_asyncio.fixture
-    async def sb(
-        self, backend: SandboxBackend, sandbox_spec: SandboxSpec
-    ) -> AsyncIterator[Sandbox]:
-        async with backend.sandbox(sandbox_spec, run_id="conformance") as s:
-            yield s
 
     # -- exec ----------------------------------------------------------------------
     @pytest.mark.asyncio

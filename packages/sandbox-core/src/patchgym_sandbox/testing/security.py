@@ -26,18 +26,17 @@ import sysconfig
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
-import pytest_asyncio
 
 from patchgym_sandbox.backend import SandboxBackend
 from patchgym_sandbox.errors import SandboxError
-from patchgym_sandbox.registry import create_backend
 from patchgym_sandbox.sandbox import Sandbox
 from patchgym_sandbox.spec import Resources, SandboxSpec
+from patchgym_sandbox.testing.suite import BackendSuite
 
 SECRET_VAR = "PATCHGYM_SECURITY_SECRET"
 FILE_API_REFUSALS = (SandboxError, OSError)
@@ -105,9 +104,10 @@ def _tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-class SandboxSecurity:
+class SandboxSecurity(BackendSuite):
     """Attacks from inside as root; each must fail. See the module docstring."""
 
+    run_id: ClassVar[str] = "security"
     cannot_prevent: ClassVar[Mapping[str, str]] = {}
     """Attack (test name without ``test_``) -> why this backend's engine cannot stop it."""
     memory_limit_mb: ClassVar[int] = 256
@@ -116,34 +116,15 @@ class SandboxSecurity:
 
     # -- fixtures --------------------------------------------------------------------
     @pytest.fixture
-    def backend_config(self) -> Mapping[str, Any]:
-        raise NotImplementedError("provide a `backend_config` fixture")
-
-    @pytest.fixture
-    def sandbox_spec(self) -> SandboxSpec:
-        raise NotImplementedError("provide a `sandbox_spec` fixture")
-
-    @pytest.fixture
     def driver_secret(self, monkeypatch: pytest.MonkeyPatch) -> str:
         """A credential in the driver's environment before any sandbox exists."""
         secret = "pg-secret-" + uuid.uuid4().hex
         monkeypatch.setenv(SECRET_VAR, secret)
         return secret
 
-    @pytest_asyncio.fixture
-    async def backend(
-        self, backend_config: Mapping[str, Any], driver_secret: str
-    ) -> AsyncIterator[SandboxBackend]:
-        b = create_backend(backend_config)
-        yield b
-        await b.aclose()
-
-    @pytest_asyncio.fixture
-    async def sb(
-        self, backend: SandboxBackend, sandbox_spec: SandboxSpec
-    ) -> AsyncIterator[Sandbox]:
-        async with backend.sandbox(sandbox_spec, run_id="security") as s:
-            yield s
+    @pytest.fixture
+    def before_backend(self, driver_secret: str) -> None:
+        """The secret is planted before the backend (and so any sandbox) is built."""
 
     @pytest.fixture
     def host_secret(self, tmp_path: Path) -> Iterator[tuple[Path, str]]:
