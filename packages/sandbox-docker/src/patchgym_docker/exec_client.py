@@ -1,9 +1,10 @@
 """Client of the in-container exec server (``patchgym_sandbox.serve``) over one attached exec.
 
 One connection per sandbox: requests are lines written to the exec's stdin; a daemon
-thread demultiplexes the engine's stdout/stderr frames, splits lines and routes each to
-the :class:`FrameDecoder` of its request. A command costs one line each way instead of a
-``docker exec`` (a runc start) plus a Python start.
+thread strips the engine's stdout/stderr framing off the hijacked socket and hands stdout
+to sandbox-core's :class:`~patchgym_sandbox.server_client.ServerClient`, which routes each
+line to the :class:`FrameDecoder` of its request. A command costs one line each way
+instead of a ``docker exec`` (a runc start) plus a Python start.
 """
 
 from __future__ import annotations
@@ -21,10 +22,7 @@ from patchgym_docker.shell import raw_socket
 from patchgym_sandbox import remote
 from patchgym_sandbox.remote import FrameDecoder
 from patchgym_sandbox.sandbox import ExecRequest
-
-
-class ServerGone(Exception):
-    """The exec server's stream ended (container gone, server killed, engine restarted)."""
+from patchgym_sandbox.server_client import ServerClient, ServerGone
 
 
 def server_source() -> str:
@@ -32,51 +30,26 @@ def server_source() -> str:
     return remote.server_source().decode()
 
 
-class _Pending:
-    __slots__ = ("decoder", "done", "loop")
-
-    def __init__(self, decoder: FrameDecoder, loop: asyncio.AbstractEventLoop) -> None:
-        self.decoder = decoder
-        self.loop = loop
-        self.done: asyncio.Future[None] = loop.create_future()
-
-
-def _settle(fut: asyncio.Future[None], exc: BaseException | None) -> None:
-    if fut.done():
-        return
-    if exc is None:
-        fut.set_result(None)
-    else:
-        fut.set_exception(exc)
-
-
-class ExecServerConnection:
+class ExecServerConnection(ServerClient):
     """A started exec server; ``run(req, decoder)`` completes when its status arrives."""
 
     def __init__(
         self, hijacked: Any, run_blocking: Callable[[Callable[[], None]], Awaitable[None]]
     ) -> None:
+        super().__init__()
         self._hijacked = hijacked
         self._sock = raw_socket(hijacked)
         self._sock.settimeout(None)
         self._run_blocking = run_blocking
-        self._pending: dict[bytes, _Pending] = {}
-        self._lock = threading.Lock()
         self._send_lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._ready = threading.Event()
         self._stderr = bytearray()
-        self.alive = True
         self.exec_id: str | None = None
         """The engine's id of the server's exec (to tell a killed server from a broken stream)."""
         self._reader = threading.Thread(
             target=self._read_loop, name="patchgym-docker-exec", daemon=True
         )
         self._reader.start()
-
-    def wait_ready(self, timeout: float) -> bool:
-        """Blocking: True once the server said READY, False if it died or timed out first."""
-        return self._ready.wait(timeout) and self.alive
 
     def diagnostic(self) -> str:
         return self._stderr[-2000:].decode(errors="replace")
@@ -92,7 +65,6 @@ class ExecServerConnection:
         return bytes(buf)
 
     def _read_loop(self) -> None:
-        pending_line = b""
         try:
             while True:
                 stream, size = struct.unpack(">BxxxL", self._read_exactly(8))
@@ -101,37 +73,11 @@ class ExecServerConnection:
                     self._stderr += data
                     del self._stderr[:-8192]
                     continue
-                *lines, pending_line = (pending_line + data).split(b"\n")
-                for line in lines:
-                    self._dispatch(line)
+                self._feed(data)
         except (EOFError, OSError):
             pass
         finally:
-            self._die()
-
-    def _dispatch(self, line: bytes) -> None:
-        rid, _, frame = line.partition(b" ")
-        if rid == b"-":
-            self._ready.set()
-            return
-        with self._lock:
-            entry = self._pending.get(rid)
-            if entry is not None and frame.startswith(b"X "):
-                del self._pending[rid]
-        if entry is None:
-            return
-        entry.decoder.feed(frame + b"\n")
-        if frame.startswith(b"X "):
-            entry.loop.call_soon_threadsafe(_settle, entry.done, None)
-
-    def _die(self) -> None:
-        with self._lock:
-            self.alive = False
-            pending, self._pending = self._pending, {}
-        self._ready.set()
-        for entry in pending.values():
-            with contextlib.suppress(RuntimeError):  # loop closed
-                entry.loop.call_soon_threadsafe(_settle, entry.done, ServerGone(self.diagnostic()))
+            self._end(self.diagnostic())
 
     # -- writing -------------------------------------------------------------------
     def _send(self, line: bytes) -> None:
@@ -140,19 +86,17 @@ class ExecServerConnection:
 
     async def run(self, req: ExecRequest, decoder: FrameDecoder) -> asyncio.Future[None]:
         """Send ``req``; returns the future that completes when its status has arrived."""
-        rid = str(next(self._ids)).encode()
-        entry = _Pending(decoder, asyncio.get_running_loop())
-        with self._lock:
-            if not self.alive:
-                raise ServerGone(self.diagnostic())
-            self._pending[rid] = entry
-        line = remote.server_request(rid.decode(), req)
+        rid = str(next(self._ids))
+        done = self._register(rid, decoder)
+        if done is None:
+            raise ServerGone(self.diagnostic())
+        line = remote.server_request(rid, req)
         try:
             await self._run_blocking(lambda: self._send(line))
         except OSError as exc:
-            self._die()
+            self._end(self.diagnostic())
             raise ServerGone(str(exc)) from exc
-        return entry.done
+        return done
 
     async def kill(self, var: str, token: str) -> bool:
         """Ask the server to kill processes carrying ``var=token``; False if it is gone."""

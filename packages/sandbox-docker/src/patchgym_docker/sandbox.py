@@ -15,13 +15,14 @@ from docker.types import Ulimit
 
 from patchgym_docker import archive, supervised
 from patchgym_docker.engine import explain, status_of
-from patchgym_docker.exec_client import ExecServerConnection, ServerGone, server_source
+from patchgym_docker.exec_client import ExecServerConnection, server_source
 from patchgym_docker.shell import DockerShellChannel
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.errors import ConfigError, InfraError, SandboxFileNotFound, SandboxLost
 from patchgym_sandbox.remote import FrameDecoder
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest, Sandbox
+from patchgym_sandbox.server_client import ServerGone, ServerSlot
 from patchgym_sandbox.session import SHELL_ARGV, SHELL_ENV, ShellChannel
 
 if TYPE_CHECKING:
@@ -52,9 +53,7 @@ class DockerSandbox(Sandbox):
         self._cid: str | None = None
         self._channels: list[DockerShellChannel] = []
         self._background: set[asyncio.Task[None]] = set()
-        self._server: ExecServerConnection | None = None
-        self._server_lock = asyncio.Lock()
-        self._server_starts = 0
+        self._server_slot: ServerSlot[ExecServerConnection] = ServerSlot(MAX_SERVER_STARTS)
 
     @property
     def container_id(self) -> str:
@@ -151,9 +150,9 @@ class DockerSandbox(Sandbox):
     async def _close(self) -> None:
         for task in list(self._background):
             task.cancel()
-        if self._server is not None:
-            self._server.close()
-            self._server = None
+        server = self._server_slot.take()
+        if server is not None:
+            server.close()
         channels, self._channels = self._channels, []
         for chan in channels:
             with contextlib.suppress(Exception):
@@ -178,31 +177,25 @@ class DockerSandbox(Sandbox):
 
     async def _exec_server(self) -> ExecServerConnection | None:
         """The sandbox's exec server, (re)started on demand; None means use ``docker exec``."""
-        if self._server is not None and self._server.alive:
-            return self._server
-        async with self._server_lock:
-            if self._server is not None and self._server.alive:
-                return self._server
-            if self._server_starts >= MAX_SERVER_STARTS:
-                return None
-            self._server_starts += 1
-            argv = [self._config.python, "-I", "-S", "-c", server_source(), supervised.source()]
-            exec_id = await self._exec_create(argv, user=self.spec.user, stdin=True)
-            hijacked = await self._engine.call(
-                f"start the exec server in {self.id}",
-                lambda api: api.exec_start(exec_id, socket=True),
-                idempotent=False,
-                lost_if_missing=self.id,
-            )
-            conn = ExecServerConnection(hijacked, self._engine.run)
-            conn.exec_id = exec_id
-            if not await self._engine.run(lambda: conn.wait_ready(SERVER_READY_TIMEOUT_S)):
-                conn.close()
-                await self._raise_if_lost("the exec server start")
-                self._server_starts = MAX_SERVER_STARTS  # it cannot run here: stop trying
-                return None
-            self._server = conn
-            return conn
+        return await self._server_slot.get(self._start_server)
+
+    async def _start_server(self) -> ExecServerConnection | None:
+        """A new exec server; None when it cannot run in this container."""
+        argv = [self._config.python, "-I", "-S", "-c", server_source(), supervised.source()]
+        exec_id = await self._exec_create(argv, user=self.spec.user, stdin=True)
+        hijacked = await self._engine.call(
+            f"start the exec server in {self.id}",
+            lambda api: api.exec_start(exec_id, socket=True),
+            idempotent=False,
+            lost_if_missing=self.id,
+        )
+        conn = ExecServerConnection(hijacked, self._engine.run)
+        conn.exec_id = exec_id
+        if not await self._engine.run(lambda: conn.wait_ready(SERVER_READY_TIMEOUT_S)):
+            conn.close()
+            await self._raise_if_lost("the exec server start")
+            return None
+        return conn
 
     async def _exec_on_server(self, server: ExecServerConnection, req: ExecRequest) -> ExecResult:
         tagged, token = supervised.tag(req)
@@ -339,7 +332,8 @@ class DockerSandbox(Sandbox):
         """Kill every process carrying ``var=token`` inside the container (best effort)."""
         if self._cid is None or self.closed:
             return
-        if self._server is not None and await self._server.kill(var, token):
+        server = self._server_slot.current
+        if server is not None and await server.kill(var, token):
             return
         cid = self._cid
         argv = supervised.kill_argv(self._config.python, var, token)

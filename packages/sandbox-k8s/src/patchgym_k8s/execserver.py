@@ -5,7 +5,9 @@ The server (:mod:`patchgym_sandbox.serve`) is started once per sandbox with
 stdin open; each command is then one request line on that stream's stdin and its
 tagged frames come back on stdout, instead of a websocket upgrade, a kubelet exec and a
 Python start per command. One dedicated thread owns the websocket (reads and writes
-never race on the TLS socket); requests are queued and wake it through a pipe.
+never race on the TLS socket); requests are queued and wake it through a pipe. The
+server's replies are routed to their requests by sandbox-core's
+:class:`~patchgym_sandbox.server_client.ServerClient`, as for the docker backend.
 """
 
 from __future__ import annotations
@@ -24,10 +26,7 @@ from patchgym_sandbox.output import CappedBuffer
 from patchgym_sandbox.remote import FrameDecoder
 from patchgym_sandbox.sandbox import ExecRequest
 from patchgym_sandbox.serve import TAG_VAR
-
-
-class ServerGone(Exception):
-    """The exec server's stream ended (pod gone, server killed, stream broken)."""
+from patchgym_sandbox.server_client import ServerClient, ServerGone
 
 
 def server_argv(python: str) -> list[str]:
@@ -41,38 +40,17 @@ def server_argv(python: str) -> list[str]:
     ]
 
 
-class _Pending:
-    __slots__ = ("decoder", "done", "loop")
-
-    def __init__(self, decoder: FrameDecoder, loop: asyncio.AbstractEventLoop) -> None:
-        self.decoder = decoder
-        self.loop = loop
-        self.done: asyncio.Future[None] = loop.create_future()
-
-
-def _settle(fut: asyncio.Future[None], exc: BaseException | None) -> None:
-    if fut.done():
-        return
-    if exc is None:
-        fut.set_result(None)
-    else:
-        fut.set_exception(exc)
-
-
-class ExecServer:
+class ExecServer(ServerClient):
     """A started in-pod exec server; ``run(req, decoder)`` returns a future for its status."""
 
     def __init__(self, ws: ExecStream, name: str) -> None:
+        super().__init__()
         self._ws = ws
-        self._pending: dict[bytes, _Pending] = {}
-        self._lock = threading.Lock()
         self._outbox: queue.SimpleQueue[bytes] = queue.SimpleQueue()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
-        self._ready = threading.Event()
         self._stderr = CappedBuffer(4096)
         self._stop = False
-        self.alive = True
         self.exit_code: int | None = None
         """The server process's exit code once the kubelet reported one (it exited, e.g.
         killed from inside); None while it runs or when the stream broke without a status."""
@@ -80,17 +58,12 @@ class ExecServer:
         self._thread.daemon = True
         self._thread.start()
 
-    def wait_ready(self, timeout: float) -> bool:
-        """Blocking: True once the server said READY, False if it died or timed out first."""
-        return self._ready.wait(timeout) and self.alive
-
     def diagnostic(self) -> str:
         return self._stderr.text()[-2000:]
 
     # -- the stream's own thread -------------------------------------------------------
     def _pump(self) -> None:
         ws = self._ws
-        partial = b""
         try:
             while not self._stop:
                 if ws.pending():
@@ -113,41 +86,13 @@ class ExecServer:
                     if channel == 2:
                         self._stderr.write(payload)
                     elif channel == 1 and payload:
-                        *lines, partial = (partial + payload).split(b"\n")
-                        for line in lines:
-                            self._dispatch(line)
+                        self._feed(payload)
         except Exception as exc:  # a broken stream ends the server; pending commands fail
             self._stderr.write(f"\n[stream error: {exc!r}]".encode())
         finally:
             self.exit_code = ws.exit_status().code
             ws.close()
-            self._die()
-
-    def _dispatch(self, line: bytes) -> None:
-        rid, _, frame = line.partition(b" ")
-        if rid == b"-":
-            self._ready.set()
-            return
-        with self._lock:
-            entry = self._pending.get(rid)
-            if entry is not None and frame.startswith(b"X "):
-                del self._pending[rid]
-        if entry is None:
-            return
-        entry.decoder.feed(frame + b"\n")
-        if frame.startswith(b"X "):
-            entry.loop.call_soon_threadsafe(_settle, entry.done, None)
-
-    def _die(self) -> None:
-        with self._lock:
-            self.alive = False
-            pending, self._pending = self._pending, {}
-        self._ready.set()
-        for entry in pending.values():
-            with contextlib.suppress(RuntimeError):  # loop closed
-                entry.loop.call_soon_threadsafe(
-                    _settle, entry.done, ServerGone(self.diagnostic() or "the exec stream ended")
-                )
+            self._end(self.diagnostic() or "the exec stream ended")
 
     # -- callers (the event loop) ------------------------------------------------------
     def _post(self, line: bytes) -> None:
@@ -157,13 +102,11 @@ class ExecServer:
     def run(self, req: ExecRequest, decoder: FrameDecoder) -> tuple[str, asyncio.Future[None]]:
         """Queue ``req``; returns its request id (the kill token) and the status future."""
         rid = uuid.uuid4().hex
-        entry = _Pending(decoder, asyncio.get_running_loop())
-        with self._lock:
-            if not self.alive:
-                raise ServerGone(self.diagnostic() or "the exec server is gone")
-            self._pending[rid.encode()] = entry
+        done = self._register(rid, decoder)
+        if done is None:
+            raise ServerGone(self.diagnostic() or "the exec server is gone")
         self._post(remote.server_request(rid, req))
-        return rid, entry.done
+        return rid, done
 
     def kill(self, rid: str) -> bool:
         """Kill every process of request ``rid``; False when the server is gone."""

@@ -12,7 +12,7 @@ from patchgym_k8s import commands, files, manifest
 from patchgym_k8s.create import create_pod
 from patchgym_k8s.deletion import delete_pod
 from patchgym_k8s.errors import ExecStalled, SandboxFileError
-from patchgym_k8s.execserver import ExecServer, ServerGone, server_argv
+from patchgym_k8s.execserver import ExecServer, server_argv
 from patchgym_k8s.execstream import ExecStatus, ExecStream, StreamOpenError
 from patchgym_k8s.metadata import labels_of, lease_patch
 from patchgym_k8s.readiness import wait_running
@@ -23,6 +23,7 @@ from patchgym_sandbox.remote import SUPERVISOR_PATH, FrameDecoder, remote_argv
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.retry import Retry
 from patchgym_sandbox.sandbox import ExecRequest, Sandbox
+from patchgym_sandbox.server_client import ServerGone, ServerSlot
 from patchgym_sandbox.session import ShellChannel
 from patchgym_sandbox.spec import SandboxSpec
 
@@ -61,9 +62,7 @@ class K8sSandbox(Sandbox):
         self._backend = backend
         self._cfg = backend.config
         self._supervisor_seen = False
-        self._server: ExecServer | None = None
-        self._server_lock = asyncio.Lock()
-        self._server_starts = 0
+        self._server_slot: ServerSlot[ExecServer] = ServerSlot(MAX_SERVER_STARTS)
         self._channels: list[ShellChannel] = []
 
     @property
@@ -85,8 +84,8 @@ class K8sSandbox(Sandbox):
         )
 
     async def _close(self) -> None:
-        if self._server is not None:
-            server, self._server = self._server, None
+        server = self._server_slot.take()
+        if server is not None:
             await self._backend.call(server.close)
         for chan in self._channels:
             try:
@@ -172,37 +171,31 @@ class K8sSandbox(Sandbox):
 
     async def _exec_server(self) -> ExecServer | None:
         """The pod's exec server, (re)started on demand; None means one stream per command."""
-        if self._server is not None and self._server.alive:
-            return self._server
-        async with self._server_lock:
-            if self._server is not None and self._server.alive:
-                return self._server
-            if self._server_starts >= MAX_SERVER_STARTS:
-                return None
-            self._server_starts += 1
-            try:
-                ws = await self._backend.call(
-                    ExecStream,
-                    self._backend.api,
-                    self.pod_name,
-                    self._cfg.container_name,
-                    server_argv(self._cfg.python),
-                    stdin=True,
-                    tty=False,
-                )
-            except StreamOpenError as exc:
-                raise await self._lost_or_async(
-                    InfraError(f"cannot start the exec server in pod {self.pod_name}: {exc}")
-                ) from exc
-            server = ExecServer(ws, self.id)
-            if not await self._backend.call(server.wait_ready, SERVER_READY_TIMEOUT_S):
-                diag = server.diagnostic()
-                await self._backend.call(server.close)
-                await self._lost_or_raise(f"the exec server start ({diag[-300:]!r})")
-                self._server_starts = MAX_SERVER_STARTS  # it cannot run here: stop trying
-                return None
-            self._server = server
-            return server
+        return await self._server_slot.get(self._start_server)
+
+    async def _start_server(self) -> ExecServer | None:
+        """A new exec server; None when it cannot run in this pod."""
+        try:
+            ws = await self._backend.call(
+                ExecStream,
+                self._backend.api,
+                self.pod_name,
+                self._cfg.container_name,
+                server_argv(self._cfg.python),
+                stdin=True,
+                tty=False,
+            )
+        except StreamOpenError as exc:
+            raise await self._lost_or_async(
+                InfraError(f"cannot start the exec server in pod {self.pod_name}: {exc}")
+            ) from exc
+        server = ExecServer(ws, self.id)
+        if not await self._backend.call(server.wait_ready, SERVER_READY_TIMEOUT_S):
+            diag = server.diagnostic()
+            await self._backend.call(server.close)
+            await self._lost_or_raise(f"the exec server start ({diag[-300:]!r})")
+            return None
+        return server
 
     async def _lost_or_raise(self, what: str) -> None:
         error = await self._lost_or_async(InfraError(what))
