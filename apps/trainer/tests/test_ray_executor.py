@@ -133,7 +133,7 @@ def cluster() -> Iterator[str]:
             try:
                 address = _start_cluster(ray_bin, root / f"c{attempt}")
                 break
-            except subprocess.CalledProcessError as exc:
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
                 _stop(str(root))  # what the failed attempt left running
                 why = (exc.stderr or b"").decode(errors="replace").strip().splitlines()[-3:]
         else:
