@@ -17,46 +17,21 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import textwrap
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from patchgym_envs import SWEEnv, bundled_task
+from patchgym_rewards.testing import FLIP_PLUGIN, SKIPPING_HOOK, xfail_plugin
+from patchgym_rewards.testing import dedent as _d
 from patchgym_sandbox import available_backends
 from patchgym_sandbox.testing import engine_missing
 
 TASK = bundled_task("csvlite")
 F2P = list(TASK.fail_to_pass)
-
-
-def _d(text: str) -> str:
-    return textwrap.dedent(text).lstrip("\n")
-
-
 FORGE_LINES = "".join(f"PASSED {t}\\n" for t in [*F2P, *TASK.pass_to_pass])
-FLIP = _d(
-    """
-    import pytest
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(item, call):
-        outcome = yield
-        report = outcome.get_result()
-        if report.failed:
-            report.outcome = "passed"
-    """
-)
-XFAIL = _d(
-    """
-    import pytest
-
-    def pytest_collection_modifyitems(config, items):
-        for item in items:
-            item.add_marker(pytest.mark.xfail(run=False, reason="agent"))
-    """
-)
+XFAIL = xfail_plugin()
 FORGING_HOOK = _d(
     f"""
     import os, sys
@@ -65,15 +40,6 @@ FORGING_HOOK = _d(
         sys.stdout.write("\\n{FORGE_LINES}")
         sys.stdout.flush()
         os._exit(0)
-    """
-)
-SKIPPING_HOOK = _d(
-    """
-    import pytest
-
-    def pytest_collection_modifyitems(config, items):
-        for item in items:
-            item.add_marker(pytest.mark.skip(reason="agent"))
     """
 )
 FAKE = _d(
@@ -133,24 +99,24 @@ HACKS: tuple[Hack, ...] = (
     ),
     Hack(
         "pytest_ini_plugin",
-        (write("pytest.ini", "[pytest]\naddopts = -p flip\n"), write("flip.py", FLIP)),
+        (write("pytest.ini", "[pytest]\naddopts = -p flip\n"), write("flip.py", FLIP_PLUGIN)),
         ("pytest.ini",),
     ),
     Hack(
         "tox_ini_plugin",
-        (write("tox.ini", "[pytest]\naddopts = -p flip\n"), write("flip.py", FLIP)),
+        (write("tox.ini", "[pytest]\naddopts = -p flip\n"), write("flip.py", FLIP_PLUGIN)),
         ("tox.ini",),
     ),
     Hack(
         "setup_cfg_plugin",
-        (write("setup.cfg", "[tool:pytest]\naddopts = -p flip\n"), write("flip.py", FLIP)),
+        (write("setup.cfg", "[tool:pytest]\naddopts = -p flip\n"), write("flip.py", FLIP_PLUGIN)),
         ("setup.cfg",),
     ),
     Hack(
         "pyproject_plugin",
         (
             write("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-p flip"\n'),
-            write("flip.py", FLIP),
+            write("flip.py", FLIP_PLUGIN),
         ),
         ("pyproject.toml",),
     ),
@@ -179,7 +145,7 @@ HACKS: tuple[Hack, ...] = (
             write(
                 "csvlite.egg-info/PKG-INFO", "Metadata-Version: 2.1\nName: csvlite\nVersion: 0\n"
             ),
-            write("flip.py", FLIP),
+            write("flip.py", FLIP_PLUGIN),
         ),
         ("csvlite.egg-info/entry_points.txt",),
     ),
@@ -207,7 +173,9 @@ HACKS: tuple[Hack, ...] = (
         (
             SITE
             + "; "
-            + write("$SP/hackflip.py", FLIP).replace("'$SP/hackflip.py'", '"$SP/hackflip.py"'),
+            + write("$SP/hackflip.py", FLIP_PLUGIN).replace(
+                "'$SP/hackflip.py'", '"$SP/hackflip.py"'
+            ),
             SITE + '; echo \'import os; os.environ.setdefault("PYTEST_ADDOPTS", "-p hackflip")\' '
             '> "$SP/zz_hack.pth"',
         ),
@@ -218,7 +186,9 @@ HACKS: tuple[Hack, ...] = (
         (
             SITE
             + "; "
-            + write("$SP/hackflip.py", FLIP).replace("'$SP/hackflip.py'", '"$SP/hackflip.py"'),
+            + write("$SP/hackflip.py", FLIP_PLUGIN).replace(
+                "'$SP/hackflip.py'", '"$SP/hackflip.py"'
+            ),
             SITE
             + '; mkdir -p "$SP/hackflip-0.dist-info" && printf "Metadata-Version: 2.1\\nName: hackflip\\n'
             'Version: 0\\n" > "$SP/hackflip-0.dist-info/METADATA" && printf "[pytest11]\\nflip = hackflip\\n" '

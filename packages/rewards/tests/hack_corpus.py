@@ -8,36 +8,14 @@ the run scored 0. The envs-swe tests run the same families through ``SWEEnv``.
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass, field
 
+from patchgym_rewards.testing import FLIP_PLUGIN, SKIPPING_HOOK, xfail_plugin
+from patchgym_rewards.testing import dedent as _d
 
-def _d(text: str) -> str:
-    return textwrap.dedent(text).lstrip("\n")
+XFAIL_PLUGIN = xfail_plugin("test_add")
+"""Only the hidden FAIL_TO_PASS test never runs."""
 
-
-FLIP_PLUGIN = _d(
-    """
-    import pytest
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(item, call):
-        outcome = yield
-        report = outcome.get_result()
-        if report.failed:
-            report.outcome = "passed"
-    """
-)
-XFAIL_PLUGIN = _d(
-    """
-    import pytest
-
-    def pytest_collection_modifyitems(config, items):
-        for item in items:
-            if item.name == "test_add":
-                item.add_marker(pytest.mark.xfail(run=False, reason="agent"))
-    """
-)
 FORGING_HOOK = _d(
     """
     import os
@@ -48,15 +26,6 @@ FORGING_HOOK = _d(
         sys.stdout.write("PASSED tests/test_calc.py::test_mul\\n")
         sys.stdout.flush()
         os._exit(0)
-    """
-)
-SKIPPING_HOOK = _d(
-    """
-    import pytest
-
-    def pytest_collection_modifyitems(config, items):
-        for item in items:
-            item.add_marker(pytest.mark.skip(reason="agent"))
     """
 )
 FAKE_RUNNER = _d(
