@@ -5,29 +5,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import pytest
-from conftest import API_KEY
+from conftest import E2bStandinTarget, standin_config
 
 from patchgym_sandbox.spec import SandboxSpec
 from patchgym_sandbox.testing import SandboxConformance
 
 
-class TestE2bStandin(SandboxConformance):
+class TestE2bStandin(E2bStandinTarget, SandboxConformance):
     concurrency: ClassVar[int] = 32
-
-    @pytest.fixture
-    def backend_config(self, standin: Any) -> dict[str, Any]:
-        return {
-            "type": "e2b",
-            "api_key": API_KEY,
-            "api_url": standin.url,
-            "sandbox_url": standin.url,
-            "template": "base",
-            "lease_grace_s": 30,
-        }
-
-    @pytest.fixture
-    def sandbox_spec(self) -> SandboxSpec:
-        return SandboxSpec(workdir="/testbed")
 
 
 class TestAgsStandinCommands(SandboxConformance):
@@ -38,16 +23,12 @@ class TestAgsStandinCommands(SandboxConformance):
 
     @pytest.fixture
     def backend_config(self, standin: Any) -> dict[str, Any]:
-        return {
-            "type": "ags",
-            "api_key": API_KEY,
-            "api_url": standin.url,
-            "sandbox_url": standin.url,
-            "template": "base",
-            "image_registry_type": "personal",
-            "exec_via": "commands",
-            "lease_grace_s": 30,
-        }
+        return standin_config(
+            standin.url,
+            type="ags",
+            image_registry_type="personal",
+            exec_via="commands",
+        )
 
     @pytest.fixture
     def sandbox_spec(self) -> SandboxSpec:

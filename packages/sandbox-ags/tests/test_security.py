@@ -8,12 +8,10 @@ below with the reason (see the package README for what AGS/E2B guarantee).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-import pytest
-from conftest import API_KEY
+from conftest import E2bStandinTarget
 
-from patchgym_sandbox.spec import SandboxSpec
 from patchgym_sandbox.testing.security import SandboxSecurity
 
 STANDIN = "the stand-in runs each sandbox as a bubblewrap jail on this machine (a read-only view "
@@ -34,20 +32,5 @@ CANNOT_PREVENT: dict[str, str] = {
 }
 
 
-class TestE2bStandinSecurity(SandboxSecurity):
+class TestE2bStandinSecurity(E2bStandinTarget, SandboxSecurity):
     cannot_prevent: ClassVar[dict[str, str]] = CANNOT_PREVENT
-
-    @pytest.fixture
-    def backend_config(self, standin: Any) -> dict[str, Any]:
-        return {
-            "type": "e2b",
-            "api_key": API_KEY,
-            "api_url": standin.url,
-            "sandbox_url": standin.url,
-            "template": "base",
-            "lease_grace_s": 30,
-        }
-
-    @pytest.fixture
-    def sandbox_spec(self) -> SandboxSpec:
-        return SandboxSpec(workdir="/testbed")

@@ -9,14 +9,17 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import docker
 import docker.errors
 import pytest
+import pytest_asyncio
 
+from patchgym_docker.backend import DockerBackend
+from patchgym_sandbox import create_backend
 from patchgym_sandbox.testing import engine_missing
 
 IMAGES_DIR = Path(__file__).parent / "images"
@@ -51,6 +54,17 @@ def _engine_problem() -> str | None:
     except Exception as exc:
         return f"no Docker engine reachable ({exc}); start one with ci/engines/docker-up.sh"
     return None
+
+
+@pytest_asyncio.fixture
+async def backend(
+    docker_config: Callable[..., dict[str, Any]], test_image: str
+) -> AsyncIterator[DockerBackend]:
+    """A backend with this session's default config, closed after the test."""
+    b = create_backend(docker_config())
+    assert isinstance(b, DockerBackend)
+    yield b
+    await b.aclose()
 
 
 @pytest.fixture(scope="session")

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
-import pytest_asyncio
 
 from patchgym_docker import DockerConfig
 from patchgym_docker.backend import DockerBackend
@@ -27,14 +26,6 @@ from patchgym_sandbox import (
 from patchgym_sandbox import labels as L
 
 Config = Callable[..., dict[str, Any]]
-
-
-@pytest_asyncio.fixture
-async def backend(docker_config: Config, test_image: str) -> AsyncIterator[DockerBackend]:
-    b = create_backend(docker_config())
-    assert isinstance(b, DockerBackend)
-    yield b
-    await b.aclose()
 
 
 @pytest.fixture

@@ -12,13 +12,12 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
-import pytest_asyncio
 
 from patchgym_docker.backend import DockerBackend
 from patchgym_docker.config import DEFAULT_CAP_ADD
@@ -28,7 +27,6 @@ from patchgym_sandbox import (
     PathOutsideSandbox,
     SandboxFileNotFound,
     SandboxSpec,
-    create_backend,
     load_config,
 )
 
@@ -36,14 +34,6 @@ Config = Callable[..., dict[str, Any]]
 CANARY_VAR = "PATCHGYM_DRIVER_CANARY"
 # CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID: bits 0 1 3 4 5 6 7
 EXPECTED_CAP_EFF = "00000000000000fb"
-
-
-@pytest_asyncio.fixture
-async def backend(docker_config: Config, test_image: str) -> AsyncIterator[DockerBackend]:
-    b = create_backend(docker_config())
-    assert isinstance(b, DockerBackend)
-    yield b
-    await b.aclose()
 
 
 @pytest.fixture
