@@ -9,8 +9,6 @@ Skips with the reason otherwise, or fails under ``PATCHGYM_REQUIRE_ENGINES=1``.
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
 import uuid
 from pathlib import Path
 
@@ -18,7 +16,7 @@ from killing import KillOne
 
 from patchgym_agents import EpisodeResult, GoldPatchPolicy, RolloutConfig, rollout
 from patchgym_agents.envs_api import bundled_tasks
-from patchgym_envs.bundled.docker import BASE_IMAGE, build_image
+from patchgym_envs.bundled.docker import base_image_problem, build_image
 from patchgym_sandbox import available_backends, create_backend
 from patchgym_sandbox.testing import engine_missing
 
@@ -26,12 +24,7 @@ from patchgym_sandbox.testing import engine_missing
 def _docker_ready() -> str | None:
     if "docker" not in available_backends():
         return "the docker backend (patchgym-sandbox-docker) is not installed"
-    if shutil.which("docker") is None:
-        return "docker CLI not installed"
-    ok = subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True)
-    if ok.returncode != 0:
-        return f"docker engine not reachable or {BASE_IMAGE} missing (run ci/engines/docker-up.sh)"
-    return None
+    return base_image_problem()
 
 
 async def test_sixteen_on_docker_one_container_removed(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ package; the docker backend's own end-to-end run belongs to the trainer's valida
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 import time
 from collections.abc import Mapping
@@ -18,26 +17,15 @@ from collections.abc import Mapping
 import pytest
 
 from patchgym_envs import bundled_names, bundled_task, grading
-from patchgym_envs.bundled.docker import BASE_IMAGE, build_image
+from patchgym_envs.bundled.docker import base_image_problem, build_image
 from patchgym_sandbox import ExecResult
 from patchgym_sandbox.testing import engine_missing
-
-
-def _docker_ready() -> str | None:
-    if shutil.which("docker") is None:
-        return "docker CLI not installed"
-    ok = subprocess.run(
-        ["docker", "image", "inspect", BASE_IMAGE], capture_output=True, check=False
-    )
-    if ok.returncode != 0:
-        return f"docker engine not reachable or {BASE_IMAGE} missing (run ci/engines/docker-up.sh)"
-    return None
 
 
 @pytest.fixture(scope="module", autouse=True)
 def docker_engine() -> None:
     """Skip without an engine, or fail under PATCHGYM_REQUIRE_ENGINES=1 (CI)."""
-    reason = _docker_ready()
+    reason = base_image_problem()
     if reason is not None:
         engine_missing(reason)
 

@@ -15,8 +15,6 @@ Local runs with whatever isolation the backend defaults to; docker needs the eng
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from dataclasses import dataclass
 from typing import Any
 
@@ -231,14 +229,9 @@ CRASHES: tuple[Hack, ...] = (
 def _docker_reason() -> str | None:
     if "docker" not in available_backends():
         return "the docker backend (patchgym-sandbox-docker) is not installed"
-    if shutil.which("docker") is None:
-        return "docker CLI not installed"
-    from patchgym_envs.bundled.docker import BASE_IMAGE
+    from patchgym_envs.bundled.docker import base_image_problem
 
-    ok = subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True)
-    if ok.returncode != 0:
-        return f"docker engine not reachable or {BASE_IMAGE} missing"
-    return None
+    return base_image_problem()
 
 
 @pytest.fixture(params=["local", "docker"])

@@ -91,6 +91,20 @@ def image_exists(tag: str, *, docker: str = "docker") -> bool:
     return done.returncode == 0
 
 
+def base_image_problem(*, docker: str = "docker") -> str | None:
+    """Why bundled images cannot be built here (no CLI, no engine, no base image), or None.
+
+    The docker tests of several packages skip on it, or fail under PATCHGYM_REQUIRE_ENGINES=1.
+    """
+    if shutil.which(docker) is None:
+        return f"{docker} CLI not installed"
+    if not image_exists(BASE_IMAGE, docker=docker):
+        return (
+            f"{docker} engine not reachable or {BASE_IMAGE} missing (run ci/engines/docker-up.sh)"
+        )
+    return None
+
+
 def build_image(
     name: str, *, docker: str = "docker", base: str = BASE_IMAGE, rebuild: bool = False
 ) -> str:
