@@ -46,6 +46,19 @@ def docker_config() -> Callable[..., dict[str, Any]]:
     return session_config
 
 
+class DefaultDockerTarget:
+    """Mix-in that points a shared suite (conformance, security) at the default backend.
+
+    Put it before the suite class so its fixture overrides the suite's.
+    """
+
+    @pytest.fixture
+    def backend_config(
+        self, test_image: str, docker_config: Callable[..., dict[str, Any]]
+    ) -> dict[str, Any]:
+        return docker_config()
+
+
 def _engine_problem() -> str | None:
     try:
         client = docker.from_env(timeout=10)

@@ -6,22 +6,17 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from conftest import DefaultDockerTarget
 
 from patchgym_sandbox import Resources, SandboxSpec
 from patchgym_sandbox.testing import SandboxConformance
 
 
-class TestDockerConformance(SandboxConformance):
+class TestDockerConformance(DefaultDockerTarget, SandboxConformance):
     """Default mode: every command goes through the sandbox's in-container exec server."""
 
     concurrency = 16
     reap_sandboxes = 8  # issue 3: SIGKILL the driver while 8 sandboxes run, then reap
-
-    @pytest.fixture
-    def backend_config(
-        self, test_image: str, docker_config: Callable[..., dict[str, Any]]
-    ) -> dict[str, Any]:
-        return docker_config()
 
     @pytest.fixture
     def sandbox_spec(self, test_image: str) -> SandboxSpec:

@@ -3,10 +3,10 @@ against the docker backend with default settings, on the real engine."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
+from conftest import DefaultDockerTarget
 
 from patchgym_sandbox import SandboxSpec
 from patchgym_sandbox.testing.security import SandboxSecurity
@@ -17,16 +17,10 @@ DISK = (
 )
 
 
-class TestDockerSecurity(SandboxSecurity):
+class TestDockerSecurity(DefaultDockerTarget, SandboxSecurity):
     """Default backend settings: capabilities dropped, no-new-privileges, no network."""
 
     cannot_prevent: ClassVar[dict[str, str]] = {"exceed_disk": DISK}
-
-    @pytest.fixture
-    def backend_config(
-        self, test_image: str, docker_config: Callable[..., dict[str, Any]]
-    ) -> dict[str, Any]:
-        return docker_config()
 
     @pytest.fixture
     def sandbox_spec(self, test_image: str) -> SandboxSpec:
