@@ -10,12 +10,12 @@ script entry for the turn, or the task's fallback once the script is spent. Serv
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from patchgym_agents.testing import JsonServer
 
 NOOP = "<function=execute_bash>\n<parameter=cmd>\ntrue\n</parameter>\n</function>"
 
@@ -29,63 +29,44 @@ class Script:
     served: list[int] = field(default_factory=list)
 
 
-class PolicyServer:
+class PolicyServer(JsonServer):
     def __init__(self, scripts: list[Script]) -> None:
+        super().__init__()
         self.scripts = scripts
         self.lock = threading.Lock()
         self.requests = 0
-        server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                route = self.path.rstrip("/")
-                if route == "/v1/chat/completions":
-                    msgs = body.get("messages") or []
-                    text = "\n".join(str(m.get("content") or "") for m in msgs)
-                    turn = sum(1 for m in msgs if m.get("role") == "assistant")
-                elif route == "/v1/completions":
-                    text = str(body.get("prompt") or "")
-                    turn = text.count("<|im_start|>assistant") - 1
-                else:
-                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
-                reply = server.reply(text, turn)
-                if reply is None:
-                    return self._send(400, {"error": {"message": "no script matches this prompt"}})
-                usage = {"prompt_tokens": len(text) // 4, "completion_tokens": len(reply) // 4}
-                usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-                if route == "/v1/completions":
-                    choice: dict[str, Any] = {"index": 0, "text": reply, "finish_reason": "stop"}
-                    obj = "text_completion"
-                else:
-                    message = {"role": "assistant", "content": reply}
-                    choice = {"index": 0, "message": message, "finish_reason": "stop"}
-                    obj = "chat.completion"
-                self._send(
-                    200,
-                    {
-                        "id": f"cmpl-{server.requests}",
-                        "object": obj,
-                        "created": int(time.time()),
-                        "model": body.get("model", "scripted"),
-                        "choices": [choice],
-                        "usage": usage,
-                    },
-                )
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+    def respond(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        route = path.rstrip("/")
+        if route == "/v1/chat/completions":
+            msgs = body.get("messages") or []
+            text = "\n".join(str(m.get("content") or "") for m in msgs)
+            turn = sum(1 for m in msgs if m.get("role") == "assistant")
+        elif route == "/v1/completions":
+            text = str(body.get("prompt") or "")
+            turn = text.count("<|im_start|>assistant") - 1
+        else:
+            return 404, {"error": {"message": f"no route {path}"}}
+        reply = self.reply(text, turn)
+        if reply is None:
+            return 400, {"error": {"message": "no script matches this prompt"}}
+        usage = {"prompt_tokens": len(text) // 4, "completion_tokens": len(reply) // 4}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if route == "/v1/completions":
+            choice: dict[str, Any] = {"index": 0, "text": reply, "finish_reason": "stop"}
+            obj = "text_completion"
+        else:
+            message = {"role": "assistant", "content": reply}
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            obj = "chat.completion"
+        return 200, {
+            "id": f"cmpl-{self.requests}",
+            "object": obj,
+            "created": int(time.time()),
+            "model": body.get("model", "scripted"),
+            "choices": [choice],
+            "usage": usage,
+        }
 
     def reply(self, text: str, turn: int) -> str | None:
         with self.lock:
@@ -95,15 +76,3 @@ class PolicyServer:
                     s.served.append(turn)
                     return s.replies[turn] if 0 <= turn < len(s.replies) else s.fallback
         return None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> PolicyServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
