@@ -27,6 +27,7 @@ import fcntl
 import json
 import os
 import resource
+import select
 import signal
 import subprocess
 import sys
@@ -116,7 +117,8 @@ class InitServer(_Server):  # type: ignore[misc]
     def __init__(self):
         # type: () -> None
         super().__init__(SUP, sys.stdin.buffer, sys.stdout.buffer)
-        self.shells = {}  # type: Dict[bytes, Tuple[subprocess.Popen[bytes], int]]
+        self.shells = {}  # type: Dict[bytes, Tuple[subprocess.Popen[bytes], int, threading.Event]]
+        self.shells_lock = threading.Lock()
 
     def handle(self, raw):
         # type: (bytes) -> None
@@ -153,29 +155,60 @@ class InitServer(_Server):  # type: ignore[misc]
             return
         finally:
             os.close(slave)
-        self.shells[rid] = (proc, master)
-        t = threading.Thread(target=self.relay, args=(rid, master))
+        closed = threading.Event()
+        self.shells[rid] = (proc, master, closed)
+        t = threading.Thread(target=self.relay, args=(rid, master, closed))
         t.daemon = True
         t.start()
 
-    def relay(self, rid, master):
-        # type: (bytes, int) -> None
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                data = b""
-            if not data:
-                break
-            self.send(rid, b"1 " + base64.b64encode(data))
+    def relay(self, rid, master, closed):
+        # type: (bytes, int, threading.Event) -> None
+        """Forward the pty's output until it ends or the shell is closed.
+
+        Only this thread closes ``master``: were ``C`` to close it while this thread still
+        read it, the next shell's ``openpty`` could reuse the number, and this thread would
+        forward (steal) the new shell's output under the old shell's id.
+        """
+        try:
+            while not closed.is_set():
+                try:
+                    ready, _, _ = select.select([master], [], [], 0.2)
+                    data = os.read(master, 65536) if ready else None
+                except OSError:
+                    data = b""
+                if data is None:
+                    continue
+                if not data:
+                    break
+                self.send(rid, b"1 " + base64.b64encode(data))
+        finally:
+            with self.shells_lock:  # no W/I/C of this id can use the number any more
+                self.shells.pop(rid, None)
+                os.close(master)
         self.send(rid, b"E")
 
     def shell_op(self, rid, op, arg):
         # type: (bytes, bytes, bytes) -> None
-        entry = self.shells.get(rid)
-        if entry is None:
-            return
-        proc, master = entry
+        with self.shells_lock:
+            entry = self.shells.get(rid)
+            if entry is None:
+                return
+            if op == b"C":
+                del self.shells[rid]
+                entry[2].set()  # the relay closes the pty when it sees this
+            else:
+                self._use_shell(entry, op, arg)
+                return
+        proc = entry[0]
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+
+    def _use_shell(self, entry, op, arg):
+        # type: (Tuple[subprocess.Popen[bytes], int, threading.Event], bytes, bytes) -> None
+        proc, master, _ = entry
         try:
             if op == b"W":
                 data = base64.b64decode(arg)
@@ -185,14 +218,6 @@ class InitServer(_Server):  # type: ignore[misc]
                 pgid = os.tcgetpgrp(master)
                 if pgid > 0 and pgid != proc.pid:
                     os.killpg(pgid, signal.SIGKILL)
-            elif op == b"C":
-                self.shells.pop(rid, None)
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                os.close(master)
-                proc.wait()
         except OSError:
             pass
 
