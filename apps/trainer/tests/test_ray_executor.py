@@ -29,8 +29,6 @@ from pathlib import Path
 import pytest
 from conftest import require
 
-from patchgym_trainer.cli import main
-
 pytestmark = require("ray", "ray")
 
 
@@ -148,9 +146,18 @@ def cluster() -> Iterator[str]:
 
 
 def run(argv: list[str]) -> int:
-    with pytest.raises(SystemExit) as code:
-        main(argv)
-    return int(code.value.code or 0)
+    """``patchgym <argv>`` as its own process, as a user runs it.
+
+    Not in this process: Ray reads its auth settings once per process, and an earlier test
+    of the session may already have imported and initialised Ray without the cluster's token.
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", "patchgym_trainer", *argv],
+        capture_output=True, text=True, timeout=900, env={**os.environ, "COLUMNS": "400"},
+    )  # fmt: skip
+    if done.returncode:
+        print(done.stdout[-4000:], done.stderr[-4000:], sep="\n")
+    return done.returncode
 
 
 def test_rollout_on_two_nodes_then_resume(cluster: str, tmp_path: Path) -> None:
