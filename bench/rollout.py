@@ -33,7 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from patchgym_agents import GoldPatchPolicy, RolloutConfig, rollout
-from patchgym_envs import Task, bundled_tasks
+from patchgym_envs import EnvConfig, Task, bundled_tasks
 from patchgym_envs.bundled import resolve_template
 
 console = Console(width=160)
@@ -70,7 +70,7 @@ class LoopLag:
 async def ours(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[float, int, LoopLag]:
     samples = math.ceil(episodes / len(tasks))
     cfg = RolloutConfig(
-        sandbox={"type": "local", "state_dir": str(work / "state")},
+        env=EnvConfig(sandbox={"type": "local", "state_dir": str(work / "state")}),
         samples=samples,
         concurrency=c,
         output_dir=work / f"run-c{c}",
