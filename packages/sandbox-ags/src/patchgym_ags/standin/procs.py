@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from patchgym_sandbox.local.backend import SANDBOX_TOKEN
+from patchgym_sandbox.local.cgroups import add as join_cgroups
 from patchgym_sandbox.local.isolation import bwrap_path
 from patchgym_sandbox.supervisor import kill_tree
 
@@ -119,15 +120,13 @@ def _take_tty() -> None:
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
-def _joiner(cgroups: Sequence[Path], pty: bool) -> Callable[[], None]:
+def _joiner(groups: Sequence[Path], pty: bool) -> Callable[[], None]:
     """The child's first step: join the sandbox's cgroups (so no fork, setsid or ``env -i``
     escapes the sandbox's removal), then take the terminal if it has one."""
-    procs = [str(d / "cgroup.procs") for d in cgroups]
+    dirs = list(groups)
 
     def join() -> None:
-        for path in procs:
-            with open(path, "w") as fh:
-                fh.write(str(os.getpid()))
+        join_cgroups(dirs, os.getpid())
         if pty:
             _take_tty()
 
