@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,21 @@ def test_base_commit_is_deterministic(tmp_path: Path) -> None:
         second = materialise(name, tmp_path / "b")
         assert first[1] == second[1] == bundled_task(name).base_commit
         assert first[0] != second[0]
+
+
+def test_materialised_once_per_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every episode's sandbox start asks for its template: after the first, no git runs
+    and no source is read (they blocked the event loop under many episodes), unless the
+    folder was deleted meanwhile."""
+    from patchgym_envs.bundled import template
+
+    first = materialise("csvlite", tmp_path)
+    calls: list[tuple[str, ...]] = []
+    real = template._git
+    monkeypatch.setattr(template, "_git", lambda cwd, *a: calls.append(a) or real(cwd, *a))
+    assert materialise("csvlite", tmp_path) == first and calls == []
+    shutil.rmtree(first[0])
+    assert materialise("csvlite", tmp_path) == first and calls  # rebuilt, same commit
 
 
 def test_hidden_tests_not_in_template() -> None:

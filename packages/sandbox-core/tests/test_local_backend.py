@@ -135,6 +135,33 @@ async def test_unenforceable_limit_fails_at_start(
     assert not list((tmp_path / "s").glob("pg-*"))
 
 
+async def test_sandboxes_share_one_cpu_group_apart_from_the_driver(
+    tmp_path: Path, template: Path
+) -> None:
+    """Without a CPU limit too, a sandbox's processes sit in ``cpu:.../patchgym/<id>``: the
+    scheduler weighs all sandboxes as one entity against the driver, whose event loop
+    would otherwise wait behind every busy sandbox (loop lag under 64 rollouts)."""
+    from patchgym_sandbox.local import cgroups
+
+    if cgroups._own("cpu") is None:
+        pytest.skip("the cgroup v1 cpu controller is not writable here")
+    backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
+    async with backend.sandbox(SandboxSpec(template=str(template))) as sb:
+        assert isinstance(sb, LocalSandbox)
+        cpu = [d for d in sb.cgroup_dirs if d.is_relative_to(cgroups.CGROUP_ROOT / "cpu")]
+        assert cpu, sb.cgroup_dirs
+        running = asyncio.create_task(sb.exec("sleep 3"))
+        for _ in range(100):
+            inside = cgroups.pids(cpu)
+            if len(inside) >= 2:  # the init and the command
+                break
+            await asyncio.sleep(0.05)
+        assert len(inside) >= 2, inside
+        assert os.getpid() not in inside  # the driver stays outside
+        running.cancel()
+    assert not any(d.exists() for d in cpu)
+
+
 async def test_background_processes_live_between_execs_and_die_at_close(
     tmp_path: Path, template: Path
 ) -> None:

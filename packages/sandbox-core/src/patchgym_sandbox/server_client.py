@@ -103,6 +103,11 @@ class ServerClient:
             self._pending[rid.encode()] = entry
         return entry.done
 
+    def _forget(self, rid: str) -> None:
+        """Drop ``rid``'s entry (its caller gave up): a late reply is then ignored."""
+        with self._lock:
+            self._pending.pop(rid.encode(), None)
+
 
 C = TypeVar("C", bound=ServerClient)
 

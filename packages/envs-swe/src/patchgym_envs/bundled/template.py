@@ -97,10 +97,19 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+_built: dict[tuple[str, Path], tuple[Path, str]] = {}
+"""(task, cache root) -> (template folder, base commit) already built or checked by this
+process: an episode's sandbox start asks for its template, and reading the sources, hashing
+them and asking git for HEAD every time would block the event loop under many episodes."""
+
+
 def materialise(name: str, cache_dir: Path | None = None) -> tuple[Path, str]:
     """The template folder of bundled task ``name`` and its base commit (built once)."""
-    files = source_files(name)
     root = cache_dir if cache_dir is not None else cache_root()
+    known = _built.get((name, root))
+    if known is not None and (known[0] / ".git").is_dir():
+        return known
+    files = source_files(name)
     target = root / f"{name}-{digest(files)[:16]}"
     if not (target / ".git").is_dir():
         root.mkdir(parents=True, exist_ok=True)
@@ -121,4 +130,5 @@ def materialise(name: str, cache_dir: Path | None = None) -> tuple[Path, str]:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-    return target, _git(target, "rev-parse", "HEAD")
+    _built[(name, root)] = (target, _git(target, "rev-parse", "HEAD"))
+    return _built[(name, root)]

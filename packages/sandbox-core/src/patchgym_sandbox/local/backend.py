@@ -139,8 +139,8 @@ class LocalBackend(SandboxBackend):
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
         if self._etc is not None:
-            shutil.rmtree(self._etc, ignore_errors=True)
-            self._etc = None
+            etc, self._etc = self._etc, None
+            await asyncio.to_thread(shutil.rmtree, etc, ignore_errors=True)
 
 
 def remove_sandbox(state_dir: Path, sandbox_id: str) -> None:

@@ -6,6 +6,11 @@ sandbox (it has no capabilities and no ``/sys``); rlimits would not. A requested
 whose controller is missing or not writable is :class:`LimitUnavailable` at start; the
 ``pids`` controller is used whenever it exists, to find and kill every process of a
 sandbox (``reap`` after a crashed driver).
+
+The ``cpu`` controller is used whenever it is writable, with or without a CPU limit: every
+sandbox then sits under one ``patchgym`` group, which the scheduler weighs as one entity
+against the driver's own threads. Sixty-four sandboxes running test suites share that one
+entity's CPU instead of outnumbering the driver 64 to 1, so its event loop keeps answering.
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ def create(sandbox_id: str, res: Resources) -> list[Path]:
     made: list[Path] = []
     try:
         wanted = _needed(res)
-        for controller in sorted({*wanted, "pids"}):
+        for controller in sorted({*wanted, "pids", "cpu"}):
             base = _own(controller)
             if base is None:
                 if controller in wanted:

@@ -21,15 +21,16 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
 from patchgym_sandbox.errors import IsolationUnavailable, SandboxLost
-from patchgym_sandbox.remote import FrameDecoder, request_payload
+from patchgym_sandbox.remote import FrameDecoder, encode_request
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest
+from patchgym_sandbox.server_client import ServerClient, ServerGone
 from patchgym_sandbox.session import ShellChannel
 
 READY_TIMEOUT_S = 30.0
@@ -43,29 +44,28 @@ def _source(name: str) -> str:
 
 
 @dataclass
-class _Waiter:
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[ExecResult]
-    decoder: FrameDecoder
-
-
-@dataclass
 class _Shell:
     loop: asyncio.AbstractEventLoop
     channel: ShellChannel
 
 
-@dataclass
-class ServerConnection:
-    proc: subprocess.Popen[bytes]
-    init_pid: int
-    """The server's PID on this machine: PID 1 of the sandbox's namespace."""
-    sandbox_id: str
-    _waiters: dict[bytes, _Waiter] = field(default_factory=dict)
-    _shells: dict[bytes, _Shell] = field(default_factory=dict)
-    _write_lock: threading.Lock = field(default_factory=threading.Lock)
-    _ids: itertools.count[int] = field(default_factory=itertools.count)
-    _dead: str | None = None
+class ServerConnection(ServerClient):
+    """The exec server over the bubblewrap process's pipes, plus its interactive shells.
+
+    Requests are routed by :class:`~patchgym_sandbox.server_client.ServerClient` (shared
+    with docker and k8s); this class adds the pipes, the shells' frames and the kill.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes], init_pid: int, sandbox_id: str) -> None:
+        super().__init__()
+        self.proc = proc
+        self.init_pid = init_pid
+        """The server's PID on this machine: PID 1 of the sandbox's namespace."""
+        self.sandbox_id = sandbox_id
+        self._shells: dict[bytes, _Shell] = {}
+        self._write_lock = threading.Lock()
+        self._ids = itertools.count()
+        self._dead: str | None = None
 
     def start_reader(self) -> None:
         threading.Thread(target=self._read, daemon=True, name=f"pg-{self.sandbox_id}").start()
@@ -84,47 +84,48 @@ class ServerConnection:
         out = self.proc.stdout
         assert out is not None
         for raw in out:
-            rid, _, frame = raw.rstrip(b"\n").partition(b" ")
-            if (w := self._waiters.get(rid)) is not None:
-                w.decoder.feed(frame + b"\n")
-                if w.decoder.finished:
-                    self._waiters.pop(rid, None)
-                    w.loop.call_soon_threadsafe(_settle, w.future, w.decoder)
-            elif (s := self._shells.get(rid)) is not None:
-                kind, _, data = frame.partition(b" ")
-                if kind == b"1":
-                    s.channel.feed_threadsafe(s.loop, base64.b64decode(data))
-                elif kind == b"E":
-                    s.channel.feed_threadsafe(s.loop, b"")
+            self._dispatch(raw.rstrip(b"\n"))
         self._dead = (
             f"local sandbox {self.sandbox_id} ended: its init process exited "
             "(killed from outside, out of memory, or removed by reap)"
         )
-        for w in list(self._waiters.values()):
-            w.loop.call_soon_threadsafe(_fail, w.future, self._dead)
+        self._end(self._dead)
         for s in list(self._shells.values()):
             s.channel.feed_threadsafe(s.loop, b"")
-        self._waiters.clear()
+
+    def _dispatch(self, line: bytes) -> None:
+        rid, _, frame = line.partition(b" ")
+        shell = self._shells.get(rid)
+        if shell is None:
+            super()._dispatch(line)
+            return
+        kind, _, data = frame.partition(b" ")
+        if kind == b"1":
+            shell.channel.feed_threadsafe(shell.loop, base64.b64decode(data))
+        elif kind == b"E":
+            shell.channel.feed_threadsafe(shell.loop, b"")
 
     def _rid(self) -> bytes:
         return b"r%d" % next(self._ids)
 
     async def run(self, req: ExecRequest) -> ExecResult:
-        loop = asyncio.get_running_loop()
         rid = self._rid()
-        waiter = _Waiter(loop, loop.create_future(), FrameDecoder(req.max_output_bytes))
-        self._waiters[rid] = waiter
-        payload = base64.b64encode(json.dumps(request_payload(req)).encode())
+        decoder = FrameDecoder(req.max_output_bytes)
+        done = self._register(rid.decode(), decoder)
+        if done is None:
+            raise SandboxLost(self._dead or f"local sandbox {self.sandbox_id} is gone")
         try:
-            self._send(rid + b" R " + payload)
-            return await waiter.future
+            self._send(rid + b" R " + encode_request(req).encode())
+            await done
         except asyncio.CancelledError:
-            self._waiters.pop(rid, None)
             with contextlib.suppress(SandboxLost):
                 self._send(b"k K %s %s" % (TAG_VAR.encode(), rid))
             raise
+        except ServerGone as exc:
+            raise SandboxLost(str(exc)) from None
         finally:
-            self._waiters.pop(rid, None)
+            self._forget(rid.decode())
+        return decoder.result()
 
     async def open_shell(
         self, argv: Sequence[str], cwd: str, env: Mapping[str, str]
@@ -145,19 +146,6 @@ class ServerConnection:
         with contextlib.suppress(OSError):
             self.proc.kill()
         self.proc.wait()
-
-
-def _settle(future: asyncio.Future[ExecResult], decoder: FrameDecoder) -> None:
-    if not future.done():
-        try:
-            future.set_result(decoder.result())
-        except Exception as exc:
-            future.set_exception(exc)
-
-
-def _fail(future: asyncio.Future[ExecResult], message: str) -> None:
-    if not future.done():
-        future.set_exception(SandboxLost(message))
 
 
 class ServerShell(ShellChannel):
