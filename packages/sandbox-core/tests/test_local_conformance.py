@@ -13,6 +13,8 @@ from patchgym_sandbox.testing import SandboxConformance
 
 
 class TestLocalOverlay(SandboxConformance):
+    fork_outside_workdir = "$TMPDIR"  # /tmp inside; the sandbox's own tmp without isolation
+
     @pytest.fixture
     def backend_config(self, tmp_path: Path) -> dict[str, Any]:
         return {"type": "local", "state_dir": str(tmp_path / "state"), "copy_mode": "auto"}

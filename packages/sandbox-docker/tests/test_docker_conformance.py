@@ -16,6 +16,7 @@ class TestDockerConformance(DefaultDockerTarget, SandboxConformance):
     """Default mode: every command goes through the sandbox's in-container exec server."""
 
     concurrency = 16
+    fork_outside_workdir = "/usr/local"  # fork commits the whole container
     reap_sandboxes = 8  # issue 3: SIGKILL the driver while 8 sandboxes run, then reap
 
     @pytest.fixture

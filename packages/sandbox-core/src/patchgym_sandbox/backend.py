@@ -102,7 +102,9 @@ class SandboxBackend(ABC):
         """A sandbox object, not yet started: it provisions on ``start()`` or first use."""
         base = spec if spec is not None else SandboxSpec()
         final = SandboxSpec.model_validate({**base.model_dump(), **fields})
-        return self._make_sandbox(final)
+        box = self._make_sandbox(final)
+        box.origin = self
+        return box
 
     @abstractmethod
     def _make_sandbox(self, spec: SandboxSpec) -> Sandbox: ...

@@ -43,13 +43,17 @@ async def start_group(backend: SandboxBackend, spec: SandboxSpec, n: int) -> lis
     """``n`` started sandboxes of ``spec``, started concurrently; all or none."""
     if n < 1:
         raise ConfigError(f"group size n must be >= 1, got {n}")
-    boxes = [backend.sandbox(spec) for _ in range(n)]
+    return await start_all([backend.sandbox(spec) for _ in range(n)])
+
+
+async def start_all(boxes: Sequence[Sandbox]) -> list[Sandbox]:
+    """Start sandboxes made but not yet started, concurrently; all or none."""
     results = await asyncio.gather(*(b.start() for b in boxes), return_exceptions=True)
     errors = [r for r in results if isinstance(r, BaseException)]
     if errors:
         await close_all(boxes)
         raise errors[0]
-    return boxes
+    return list(boxes)
 
 
 def pool_key(spec: SandboxSpec) -> str:

@@ -22,12 +22,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
+from patchgym_sandbox import labels as L
 from patchgym_sandbox import paths, tarsafe
 from patchgym_sandbox.errors import ConfigError, SandboxClosed
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.spec import SandboxSpec
 
 if TYPE_CHECKING:
+    from patchgym_sandbox.backend import SandboxBackend
     from patchgym_sandbox.session import ShellChannel, ShellSession
 
 
@@ -53,6 +55,8 @@ class Sandbox(ABC):
     """One isolated place to run a rollout. Use ``async with`` or call ``close()``."""
 
     backend_name: str = "abstract"
+    origin: SandboxBackend | None = None
+    """The backend whose ``sandbox()`` made this one (what a generic ``fork`` starts from)."""
 
     def __init__(self, spec: SandboxSpec) -> None:
         self.spec = spec
@@ -137,6 +141,42 @@ class Sandbox(ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+    async def fork(self, n: int, *, labels: Mapping[str, str] | None = None) -> list[Sandbox]:
+        """``n`` started sandboxes that each begin with this one's files; all or none.
+
+        For a prepared sandbox (dependencies installed, a setup patch applied, a build run)
+        whose state n rollouts should share. Each child has this sandbox's spec with new
+        ids (its own sandbox and rollout id, the same run id), ``labels`` merged in and
+        ``patchgym.fork-of`` naming this sandbox; children are independent of each other
+        and of this one (writes on either side are not seen across). Files are carried,
+        never processes; fork between commands, as a command still writing may be caught
+        mid-write.
+
+        What is carried depends on the backend. Generic (k8s, ags, any backend without a
+        snapshot): the workdir only, as one tar stream extracted into n fresh sandboxes of
+        the spec (:mod:`patchgym_sandbox.fork`). local: the whole writable state (working
+        copy, /tmp, home) copied once and shared read-only beneath each child's own
+        overlay. docker: the whole container filesystem, committed to an image the
+        children run (the snapshot is removed with the last child, or by ``reap``).
+        """
+        if n < 1:
+            raise ConfigError(f"fork needs n >= 1 sandboxes, got {n}")
+        if self._state != "started":
+            raise SandboxClosed(
+                f"sandbox {self.id} is {self._state}: fork copies a started (prepared) sandbox"
+            )
+        fields = self.spec.model_dump()
+        fields["labels"] = {**self.spec.labels, **(labels or {}), L.FORK_OF: self.id}
+        fields["rollout_id"] = None
+        await self._keep_lease()
+        return await self._fork(SandboxSpec.model_validate(fields), n)
+
+    async def _fork(self, spec: SandboxSpec, n: int) -> list[Sandbox]:
+        """Backends with a snapshot override this; the default copies the workdir."""
+        from patchgym_sandbox.fork import fork_workdir
+
+        return await fork_workdir(self, spec, n)
 
     # -- commands ----------------------------------------------------------------
     async def exec(

@@ -9,6 +9,7 @@ import docker.errors
 
 from patchgym_docker.config import DockerConfig
 from patchgym_docker.engine import Engine, explain, status_of
+from patchgym_docker.fork import reap_images
 from patchgym_docker.prepare import prepare_images
 from patchgym_docker.sandbox import BACKEND_LABEL, DockerSandbox
 from patchgym_sandbox import labels as L
@@ -63,6 +64,14 @@ class DockerBackend(SandboxBackend):
 
     async def remove(self, sandbox_id: str) -> None:
         await self.remove_container(sandbox_id)
+
+    async def reap(
+        self, labels: Mapping[str, str] | None = None, *, expired: bool = True
+    ) -> list[str]:
+        """Containers by the shared rule, then the fork images nothing uses any more."""
+        removed = await super().reap(labels, expired=expired)
+        await reap_images(self, labels, expired=expired)
+        return removed
 
     async def remove_container(self, ref: str) -> None:
         """Force-remove a container (and its anonymous volumes); already gone is success."""

@@ -24,6 +24,7 @@ from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest, Sandbox
 from patchgym_sandbox.server_client import ServerGone, ServerSlot
 from patchgym_sandbox.session import SHELL_ARGV, SHELL_ENV, ShellChannel
+from patchgym_sandbox.spec import SandboxSpec
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -54,6 +55,9 @@ class DockerSandbox(Sandbox):
         self._channels: list[DockerShellChannel] = []
         self._background: set[asyncio.Task[None]] = set()
         self._server_slot: ServerSlot[ExecServerConnection] = ServerSlot(MAX_SERVER_STARTS)
+        self.fork_image: str | None = None
+        """Set on a fork's children before start: the committed image they run
+        (:mod:`patchgym_docker.fork`), removed by the last of them to close."""
 
     @property
     def container_id(self) -> str:
@@ -131,7 +135,7 @@ class DockerSandbox(Sandbox):
         """Create the container, named after the sandbox id so a retried create is harmless."""
         try:
             created = api.create_container(
-                self.spec.image,
+                self.fork_image or self.spec.image,
                 command=list(self._config.keepalive_cmd),
                 name=self.id,
                 labels=self.labels(),
@@ -159,6 +163,15 @@ class DockerSandbox(Sandbox):
                 await chan.close()
         if self._cid is not None:
             await self._backend.remove_container(self._cid)
+        if self.fork_image is not None:
+            from patchgym_docker.fork import remove_image
+
+            await remove_image(self._backend, self.fork_image)
+
+    async def _fork(self, spec: SandboxSpec, n: int) -> list[Sandbox]:
+        from patchgym_docker.fork import fork_container
+
+        return await fork_container(self._backend, self, spec, n)
 
     # -- commands ----------------------------------------------------------------
     async def _exec(self, req: ExecRequest) -> ExecResult:

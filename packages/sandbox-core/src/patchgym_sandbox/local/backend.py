@@ -28,7 +28,7 @@ from patchgym_sandbox import beneath
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import PrepareReport, SandboxBackend, SandboxInfo
 from patchgym_sandbox.errors import ConfigError, SandboxLost
-from patchgym_sandbox.local import cgroups, records, workcopy
+from patchgym_sandbox.local import cgroups, forks, records, workcopy
 from patchgym_sandbox.local.config import LocalConfig
 from patchgym_sandbox.local.isolation import (
     bwrap_argv,
@@ -40,6 +40,7 @@ from patchgym_sandbox.local.limits import preexec_for
 from patchgym_sandbox.local.server import ServerConnection, launch
 from patchgym_sandbox.local.shell import PtyChannel
 from patchgym_sandbox.output import OutputCapture
+from patchgym_sandbox.pool import start_all
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest, Sandbox
 from patchgym_sandbox.session import SHELL_ARGV, SHELL_ENV, ShellChannel
@@ -134,6 +135,14 @@ class LocalBackend(SandboxBackend):
     async def remove(self, sandbox_id: str) -> None:
         await asyncio.to_thread(remove_sandbox, self.config.state_dir, sandbox_id)
 
+    async def reap(
+        self, labels: Mapping[str, str] | None = None, *, expired: bool = True
+    ) -> list[str]:
+        """Also removes fork snapshots nothing references any more (a driver killed mid-fork)."""
+        removed = await super().reap(labels, expired=expired)
+        await asyncio.to_thread(forks.sweep, self.config.state_dir)
+        return removed
+
     async def aclose(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
@@ -154,6 +163,8 @@ def remove_sandbox(state_dir: Path, sandbox_id: str) -> None:
     for m in [*(rec.mounts if rec else []), str(base / "root")]:
         workcopy.unmount(Path(m))
     workcopy.remove_tree(base)
+    if rec is not None and rec.snapshot is not None:
+        forks.drop_ref(Path(rec.snapshot), sandbox_id)
 
 
 class LocalSandbox(Sandbox):
@@ -169,6 +180,9 @@ class LocalSandbox(Sandbox):
         self._channels: list[ShellChannel] = []
         self._server: ServerConnection | None = None
         self._groups: list[Path] = []
+        self._upper: Path | None = None
+        self._snapshot: forks.Snapshot | None = None
+        """Set on a fork's children before start: the snapshot they start from."""
 
     # -- paths: inside the sandbox vs on this machine ---------------------------
     @property
@@ -228,26 +242,40 @@ class LocalSandbox(Sandbox):
             self._tmp = space / "tmp"
         for d in (self._tmp, self._base / "home"):
             d.mkdir()
-        if template is not None and self._backend.use_overlay():
+        lowers = self._lowers(template)
+        if lowers and self._backend.use_overlay():
             upper, work = space / "upper", space / "ovl-work"
             for d in (self._root, upper, work):
                 d.mkdir()
-            workcopy.mount_overlay(template, upper, work, self._root)
+            workcopy.mount_overlay(lowers, upper, work, self._root)
+            self._upper = upper
             rec.mounted = True
             rec.mounts.insert(0, str(self._root))
         else:
             self._root = space / "root"
             rec.root = str(self._root)
-            if template is None:
+            if not lowers:
                 self._root.mkdir()
             else:
-                workcopy.copy_tree(template, self._root)
+                workcopy.copy_tree(lowers[0], self._root)
+        if self._snapshot is not None:
+            rec.snapshot = str(self._snapshot.path)
+            for name, mine in (("tmp", self._tmp), ("home", self._base / "home")):
+                workcopy.copy_tree(self._snapshot.part(name), mine)
         records.write(state_dir, rec)
         if self._isolated:
             groups = self._groups = cgroups.create(self.id, self.spec.resources)
             rec.cgroups = [str(g) for g in groups]
             records.write(state_dir, rec)
             self._server = self._launch(groups)
+
+    def _lowers(self, template: Path | None) -> list[Path]:
+        """What the working copy starts from, top first: a fork's snapshot, the template."""
+        snap = self._snapshot
+        if snap is None:
+            return [template] if template is not None else []
+        beneath = [template] if snap.layered and template is not None else []
+        return [snap.part("root"), *beneath]
 
     def _launch(self, groups: list[Path]) -> ServerConnection:
         res = self.spec.resources
@@ -278,6 +306,31 @@ class LocalSandbox(Sandbox):
         if self._server is not None:
             await asyncio.to_thread(self._server.kill)
         await asyncio.to_thread(remove_sandbox, self._backend.config.state_dir, self.id)
+
+    async def _fork(self, spec: SandboxSpec, n: int) -> list[Sandbox]:
+        """Children over one copy of this sandbox's writable state (see ``local.forks``)."""
+        self._check_alive()
+        children = [self._backend.sandbox(spec) for _ in range(n)]
+        # over a template alone the upper is the whole difference; over a snapshot (a fork
+        # of a fork) the merged view is copied, so a snapshot never depends on another
+        upper = self._upper if self._snapshot is None else None
+        parts = {"root": upper or self._root, "tmp": self._tmp, "home": self._base / "home"}
+        snap = await asyncio.to_thread(
+            forks.take,
+            self._backend.config.state_dir,
+            parts,
+            layered=upper is not None,
+            children=[c.id for c in children],
+        )
+        for child in children:
+            assert isinstance(child, LocalSandbox)
+            child._snapshot = snap
+        try:
+            return await start_all(children)
+        finally:
+            # children that never started hold their reference still; the last drop removes it
+            unstarted = [c.id for c in children if not c.started]
+            await asyncio.to_thread(forks.drop_refs, snap.path, unstarted)
 
     async def _renew(self, lease_s: float) -> None:
         rec = records.read(self._backend.config.state_dir, self.id)

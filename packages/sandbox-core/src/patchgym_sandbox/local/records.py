@@ -17,6 +17,9 @@ class Record(BaseModel):
     """Host mount points to detach at removal, innermost first."""
     cgroups: list[str] = Field(default_factory=list)
     """cgroup directories whose processes die at removal."""
+    snapshot: str | None = None
+    """The fork snapshot beneath this sandbox (``forks``): its reference is dropped at
+    removal, and the last one removes the snapshot."""
 
 
 def record_path(state_dir: Path, sandbox_id: str) -> Path:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 MNT_DETACH = 2
@@ -16,8 +17,10 @@ MS_NODEV = 4
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
-def mount_overlay(lower: Path, upper: Path, work: Path, target: Path) -> None:
-    opts = f"lowerdir={lower},upperdir={upper},workdir={work}".encode()
+def mount_overlay(lower: Path | Sequence[Path], upper: Path, work: Path, target: Path) -> None:
+    """Mount an overlay; a sequence of lower dirs stacks them, the first one on top."""
+    lowers = ":".join(map(str, [lower] if isinstance(lower, Path) else lower))
+    opts = f"lowerdir={lowers},upperdir={upper},workdir={work}".encode()
     if _libc.mount(b"overlay", str(target).encode(), b"overlay", 0, opts) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount overlay on {target}: {os.strerror(err)}")

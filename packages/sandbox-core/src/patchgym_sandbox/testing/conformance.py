@@ -27,6 +27,7 @@ from patchgym_sandbox.backend import SandboxBackend
 from patchgym_sandbox.errors import PathOutsideSandbox, SandboxClosed, SandboxFileNotFound
 from patchgym_sandbox.sandbox import Sandbox
 from patchgym_sandbox.spec import SandboxSpec
+from patchgym_sandbox.testing.fork_conformance import ForkConformance
 from patchgym_sandbox.testing.pool_conformance import PoolConformance
 from patchgym_sandbox.testing.suite import BackendSuite
 
@@ -37,7 +38,7 @@ ALIVE_CHECK = (
 )
 
 
-class SandboxConformance(BackendSuite, PoolConformance):
+class SandboxConformance(BackendSuite, PoolConformance, ForkConformance):
     run_id: ClassVar[str] = "conformance"
     concurrency: ClassVar[int] = 50
     """Sandboxes created and used at once in the concurrency test."""
