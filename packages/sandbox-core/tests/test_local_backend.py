@@ -162,6 +162,28 @@ async def test_sandboxes_share_one_cpu_group_apart_from_the_driver(
     assert not any(d.exists() for d in cpu)
 
 
+async def test_reap_sweeps_orphan_empty_cgroups(tmp_path: Path) -> None:
+    """A removal that gave up on a busy group (zombies under load) leaves an empty group
+    behind: reap removes it once it is old, and never a young one (a start in flight)."""
+    from patchgym_sandbox.local import cgroups
+
+    base = cgroups._own("pids")
+    if base is None:
+        pytest.skip("the cgroup v1 pids controller is not writable here")
+    old, young = (base / "patchgym" / f"pg-orphan{uuid.uuid4().hex[:8]}" for _ in range(2))
+    for d in (old, young):
+        d.mkdir(parents=True)
+    os.utime(old, (1, 1))
+    try:
+        await create_backend({"type": "local", "state_dir": str(tmp_path / "s")}).reap()
+        assert not old.exists()
+        assert young.exists()
+    finally:
+        for d in (old, young):
+            if d.exists():
+                d.rmdir()
+
+
 async def test_background_processes_live_between_execs_and_die_at_close(
     tmp_path: Path, template: Path
 ) -> None:

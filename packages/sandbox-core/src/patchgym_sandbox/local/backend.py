@@ -138,9 +138,12 @@ class LocalBackend(SandboxBackend):
     async def reap(
         self, labels: Mapping[str, str] | None = None, *, expired: bool = True
     ) -> list[str]:
-        """Also removes fork snapshots nothing references any more (a driver killed mid-fork)."""
+        """Also removes fork snapshots nothing references any more (a driver killed mid-fork)
+        and empty cgroups of sandboxes that are gone (a removal that gave up on a busy one)."""
         removed = await super().reap(labels, expired=expired)
         await asyncio.to_thread(forks.sweep, self.config.state_dir)
+        state = self.config.state_dir
+        await asyncio.to_thread(cgroups.sweep, lambda sid: not (state / sid).exists())
         return removed
 
     async def aclose(self) -> None:

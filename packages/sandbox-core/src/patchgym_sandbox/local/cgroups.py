@@ -19,6 +19,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from patchgym_sandbox.errors import LimitUnavailable
@@ -26,6 +27,14 @@ from patchgym_sandbox.spec import Resources
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CPU_PERIOD_US = 100_000
+CONTROLLERS = ("cpu", "memory", "pids")
+RMDIR_WAIT_S = 5.0
+"""How long removal retries ``rmdir`` while the killed processes finish exiting (under
+load a zombie keeps a group busy for a while); what is still busy then is left to
+:func:`sweep`."""
+ORPHAN_AGE_S = 600.0
+"""An empty group older than this whose sandbox is gone is an orphan; younger ones may
+belong to a sandbox being started (by any driver) that has not yet placed its init."""
 
 
 def _own(controller: str) -> Path | None:
@@ -114,12 +123,35 @@ def remove(dirs: list[Path]) -> None:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.01)
+    deadline = time.monotonic() + RMDIR_WAIT_S
     for d in dirs:
-        for _ in range(50):
+        while True:
             try:
                 d.rmdir()
                 break
             except FileNotFoundError:
                 break
             except OSError:
+                if time.monotonic() > deadline:
+                    break
                 time.sleep(0.01)
+
+
+def sweep(is_gone: Callable[[str], bool]) -> list[Path]:
+    """Remove the empty ``patchgym/<id>`` groups, older than :data:`ORPHAN_AGE_S`, of
+    sandboxes that ``is_gone`` (a removal that gave up on a busy group, a crash between
+    making groups and writing the record). Groups with a process inside are never touched."""
+    removed: list[Path] = []
+    for controller in CONTROLLERS:
+        base = _own(controller)
+        parent = base / "patchgym" if base is not None else None
+        if parent is None or not parent.is_dir():
+            continue
+        for d in parent.iterdir():
+            if not d.is_dir() or not is_gone(d.name) or pids([d]):
+                continue
+            with contextlib.suppress(OSError):
+                if time.time() - d.stat().st_mtime > ORPHAN_AGE_S:
+                    d.rmdir()
+                    removed.append(d)
+    return removed
