@@ -97,7 +97,7 @@ class LocalRayCluster:
         token = self.root / "auth_token"
         token.write_text(secrets.token_hex(32))
         token.chmod(0o600)
-        env = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_TOKEN",)}
+        env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_TOKEN"}
         self.env = {**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
         """The environment for a driver (and the nodes) of this cluster."""
         self.address = ""

@@ -27,7 +27,11 @@ from patchgym_sandbox.spec import Resources
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CPU_PERIOD_US = 100_000
+ALWAYS = ("cpu", "pids")
+"""Joined whenever writable, limit or not: ``pids`` to find and kill, ``cpu`` for the
+driver's share (see above)."""
 CONTROLLERS = ("cpu", "memory", "pids")
+"""Every controller a sandbox may have a group in (``ALWAYS`` plus the limits')."""
 RMDIR_WAIT_S = 5.0
 """How long removal retries ``rmdir`` while the killed processes finish exiting (under
 load a zombie keeps a group busy for a while); what is still busy then is left to
@@ -73,7 +77,7 @@ def create(sandbox_id: str, res: Resources) -> list[Path]:
     made: list[Path] = []
     try:
         wanted = _needed(res)
-        for controller in sorted({*wanted, "pids", "cpu"}):
+        for controller in sorted({*wanted, *ALWAYS}):
             base = _own(controller)
             if base is None:
                 if controller in wanted:
@@ -144,10 +148,9 @@ def sweep(is_gone: Callable[[str], bool]) -> list[Path]:
     removed: list[Path] = []
     for controller in CONTROLLERS:
         base = _own(controller)
-        parent = base / "patchgym" if base is not None else None
-        if parent is None or not parent.is_dir():
+        if base is None or not (base / "patchgym").is_dir():
             continue
-        for d in parent.iterdir():
+        for d in (base / "patchgym").iterdir():
             if not d.is_dir() or not is_gone(d.name) or pids([d]):
                 continue
             with contextlib.suppress(OSError):

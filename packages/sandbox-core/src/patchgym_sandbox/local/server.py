@@ -27,15 +27,14 @@ from importlib import resources
 from pathlib import Path
 
 from patchgym_sandbox.errors import IsolationUnavailable, SandboxLost
-from patchgym_sandbox.remote import FrameDecoder, encode_request
+from patchgym_sandbox.remote import FrameDecoder, server_kill, server_request
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest
+from patchgym_sandbox.serve import TAG_VAR
 from patchgym_sandbox.server_client import ServerClient, ServerGone
 from patchgym_sandbox.session import ShellChannel
 
 READY_TIMEOUT_S = 30.0
-TAG_VAR = "PATCHGYM_SERVER_REQ"
-"""What ``patchgym_sandbox.serve`` tags every command of a request with (for ``K``)."""
 
 
 @cache
@@ -71,11 +70,12 @@ class ServerConnection(ServerClient):
         threading.Thread(target=self._read, daemon=True, name=f"pg-{self.sandbox_id}").start()
 
     def _send(self, line: bytes) -> None:
+        """Write one whole line (ending in a newline) to the server."""
         if self._dead is not None:
             raise SandboxLost(self._dead)
         try:
             with self._write_lock:
-                self.proc.stdin.write(line + b"\n")  # type: ignore[union-attr]
+                self.proc.stdin.write(line)  # type: ignore[union-attr]
                 self.proc.stdin.flush()  # type: ignore[union-attr]
         except (OSError, ValueError) as exc:
             raise SandboxLost(f"local sandbox {self.sandbox_id} is gone: {exc}") from exc
@@ -105,36 +105,36 @@ class ServerConnection(ServerClient):
         elif kind == b"E":
             shell.channel.feed_threadsafe(shell.loop, b"")
 
-    def _rid(self) -> bytes:
-        return b"r%d" % next(self._ids)
+    def _rid(self) -> str:
+        return f"r{next(self._ids)}"
 
     async def run(self, req: ExecRequest) -> ExecResult:
         rid = self._rid()
         decoder = FrameDecoder(req.max_output_bytes)
-        done = self._register(rid.decode(), decoder)
+        done = self._register(rid, decoder)
         if done is None:
             raise SandboxLost(self._dead or f"local sandbox {self.sandbox_id} is gone")
         try:
-            self._send(rid + b" R " + encode_request(req).encode())
+            self._send(server_request(rid, req))
             await done
         except asyncio.CancelledError:
             with contextlib.suppress(SandboxLost):
-                self._send(b"k K %s %s" % (TAG_VAR.encode(), rid))
+                self._send(server_kill(TAG_VAR, rid))
             raise
         except ServerGone as exc:
             raise SandboxLost(str(exc)) from None
         finally:
-            self._forget(rid.decode())
+            self._forget(rid)
         return decoder.result()
 
     async def open_shell(
         self, argv: Sequence[str], cwd: str, env: Mapping[str, str]
     ) -> ShellChannel:
-        rid = self._rid()
+        rid = self._rid().encode()
         chan = ServerShell(self, rid)
         self._shells[rid] = _Shell(asyncio.get_running_loop(), chan)
         spec = {"argv": list(argv), "cwd": cwd, "env": dict(env)}
-        self._send(rid + b" S " + base64.b64encode(json.dumps(spec).encode()))
+        chan.send(b"S", base64.b64encode(json.dumps(spec).encode()))
         return chan
 
     def kill(self) -> None:
@@ -154,17 +154,21 @@ class ServerShell(ShellChannel):
         self._conn = conn
         self._rid = rid
 
+    def send(self, op: bytes, arg: bytes = b"") -> None:
+        """One ``<rid> <op> [<arg>]`` line of this shell to the server."""
+        self._conn._send(b" ".join([self._rid, op, arg] if arg else [self._rid, op]) + b"\n")
+
     async def write(self, data: bytes) -> None:
         for i in range(0, len(data), 32768):
-            self._conn._send(self._rid + b" W " + base64.b64encode(data[i : i + 32768]))
+            self.send(b"W", base64.b64encode(data[i : i + 32768]))
 
     async def kill_foreground(self) -> None:
         with contextlib.suppress(SandboxLost):
-            self._conn._send(self._rid + b" I")
+            self.send(b"I")
 
     async def close(self) -> None:
         with contextlib.suppress(SandboxLost):
-            self._conn._send(self._rid + b" C")
+            self.send(b"C")
         self._conn._shells.pop(self._rid, None)
 
 
