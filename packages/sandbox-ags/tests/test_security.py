@@ -23,6 +23,8 @@ CANNOT_PREVENT: dict[str, str] = {
     "connect_engine_sockets": STANDIN + "of the host, /run included)" + CLOUD,
     "read_shadow_and_root_home": STANDIN + "of the host, /root and /etc included)" + CLOUD,
     "kill_driver": STANDIN + "sharing the driver's PID namespace: it kills pytest)" + CLOUD,
+    "leave_cgroups": "root inside the stand-in's jail can mount a cgroup hierarchy "
+    "(observed: mount -t cgroup succeeds there), and with it leave its groups" + CLOUD,
     "exceed_memory": "the stand-in sets no cgroup limits; the cloud sizes the microVM "
     "(template / x-custom-config resources)",
     "exceed_process_count": "the stand-in sets no pids limit; in the cloud a fork bomb only "

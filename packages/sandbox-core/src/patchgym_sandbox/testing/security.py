@@ -304,6 +304,21 @@ class SandboxSecurity(BackendSuite):
         assert r.stdout == "still-here\n", "killing processes from inside broke the sandbox"
 
     @pytest.mark.asyncio
+    async def test_leave_its_cgroups(self, sb: Sandbox) -> None:
+        """Root inside moves itself into another cgroup (out of its memory, process and CPU
+        groups, and out of the removal that kills by group), or mounts a hierarchy to do so."""
+        self.attack("leave_cgroups")
+        r = await sb.exec(
+            "for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/*/cgroup.procs "
+            '/sys/fs/cgroup/*/*/cgroup.procs; do [ -e "$f" ] && (echo $$ > "$f") 2>/dev/null '
+            '&& echo "MOVED $f"; done; mkdir -p /tmp/pgcg; '
+            "mount -t cgroup -o pids none /tmp/pgcg 2>/dev/null && echo MOUNTED; "
+            "mount -t cgroup2 none /tmp/pgcg 2>/dev/null && echo MOUNTED; true",
+            timeout=60,
+        )
+        assert "MOVED" not in r.stdout and "MOUNTED" not in r.stdout, r.stdout
+
+    @pytest.mark.asyncio
     async def test_outlive_close(self, backend: SandboxBackend, sandbox_spec: SandboxSpec) -> None:
         self.attack("outlive_close")
         marker = "pgsurvivor" + uuid.uuid4().hex[:12]
