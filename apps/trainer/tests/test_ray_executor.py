@@ -66,6 +66,7 @@ def test_rollout_on_two_nodes_then_resume(cluster: LocalRayCluster, tmp_path: Pa
         "run.executor=ray",
         f"ray.address={cluster.address}",
         "ray.num_cpus_per_episode=1",
+        "sandbox.max_starting=1",  # one admission actor for both nodes' workers
         "--out",
         str(tmp_path),
     ]

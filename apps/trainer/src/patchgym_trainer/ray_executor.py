@@ -18,6 +18,7 @@ from typing import Any
 from patchgym_agents import EpisodeResult, RolloutConfig
 from patchgym_agents.envs_api import Task
 from patchgym_agents.rollout import Executor, episode_kwargs
+from patchgym_trainer import ray_admission
 from patchgym_trainer.errors import TrainerError
 from patchgym_trainer.schema import AppConfig, RayConfig
 
@@ -44,7 +45,13 @@ def connect(settings: RayConfig) -> Any:
 
 
 def _episode_on_worker(
-    app_json: str, rollout_json: str, run_id: str, task_json: str, sample: int, attempt: int
+    app_json: str,
+    rollout_json: str,
+    run_id: str,
+    task_json: str,
+    sample: int,
+    attempt: int,
+    admission: str | None = None,
 ) -> str:
     """One rollout episode on a Ray worker (its own event loop, backend and policy)."""
     from patchgym_agents import run_episode
@@ -57,6 +64,7 @@ def _episode_on_worker(
 
     async def go() -> EpisodeResult:
         backend = create_backend(rc.env.sandbox)
+        ray_admission.join(_ray(), backend, admission)
         policy = await make_policy(cfg)
         try:
             return await run_episode(
@@ -76,7 +84,9 @@ def _episode_on_worker(
     return result.model_dump_json()
 
 
-def _validate_on_worker(app_json: str, task_json: str, kind: str, run_id: str) -> str:
+def _validate_on_worker(
+    app_json: str, task_json: str, kind: str, run_id: str, admission: str | None = None
+) -> str:
     """One (task, patch) validation on a Ray worker."""
     from patchgym_sandbox import create_backend
     from patchgym_trainer.validate import evaluate_one
@@ -86,6 +96,7 @@ def _validate_on_worker(app_json: str, task_json: str, kind: str, run_id: str) -
 
     async def go() -> str:
         backend = create_backend(cfg.sandbox)
+        ray_admission.join(_ray(), backend, admission)
         try:
             res = await evaluate_one(task, kind, backend, run_id=run_id, env=cfg.env)  # type: ignore[arg-type]
         finally:
@@ -111,9 +122,12 @@ def episode_executor(cfg: AppConfig, rc: RolloutConfig, run_id: str) -> Executor
     ray = connect(cfg.ray)
     remote = ray.remote(num_cpus=cfg.ray.num_cpus_per_episode, max_retries=0)(_episode_on_worker)
     app_json, rc_json = cfg.model_dump_json(by_alias=True), rc.model_dump_json()
+    admission = ray_admission.start_actor(ray, rc.env.sandbox, run_id)
 
     async def execute(task: Task, sample: int, attempt: int) -> EpisodeResult:
-        ref = remote.remote(app_json, rc_json, run_id, task.model_dump_json(), sample, attempt)
+        ref = remote.remote(
+            app_json, rc_json, run_id, task.model_dump_json(), sample, attempt, admission
+        )
         return EpisodeResult.model_validate_json(await ref)
 
     return execute
@@ -127,10 +141,13 @@ def validate_executor(cfg: AppConfig) -> ValidateFn:
     ray = connect(cfg.ray)
     remote = ray.remote(num_cpus=cfg.ray.num_cpus_per_episode, max_retries=0)(_validate_on_worker)
     app_json = cfg.model_dump_json(by_alias=True)
+    gates: dict[str, str | None] = {}
 
     async def execute(task: Task, kind: str, run_id: str) -> dict[str, Any]:
+        if run_id not in gates:
+            gates[run_id] = ray_admission.start_actor(ray, cfg.sandbox, run_id)
         data: dict[str, Any] = json.loads(
-            await remote.remote(app_json, task.model_dump_json(), kind, run_id)
+            await remote.remote(app_json, task.model_dump_json(), kind, run_id, gates[run_id])
         )
         return data
 

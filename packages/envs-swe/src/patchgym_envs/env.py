@@ -334,6 +334,8 @@ class SWEEnv:
                 self._sandbox_made = True
                 cleanup.track(self)
                 await sandbox.start()
+        if self._provision is None:  # a pool's start waited before this episode began
+            self.phases.record("admission", sandbox.admission_wait_s, within="create")
         with self.phases.phase("setup"):
             await run_setup(sandbox, self.task, timeout=self.config.setup_timeout_s)
         settings = ToolSettings(

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import time
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+
+from patchgym_sandbox.admission import TokenBucket
 
 
 class CreateLimiter:
@@ -13,22 +15,12 @@ class CreateLimiter:
 
     def __init__(self, max_concurrent: int, per_second: float) -> None:
         self._sem = asyncio.Semaphore(max_concurrent)
-        self._rate = per_second
-        self._burst = max(1.0, per_second)
-        self._tokens = self._burst
-        self._stamp = time.monotonic()
-        self._lock = asyncio.Lock()
+        self._bucket = TokenBucket(per_second, max(1, math.ceil(per_second)))
 
     async def _take(self) -> None:
-        async with self._lock:
-            while True:
-                now = time.monotonic()
-                self._tokens = min(self._burst, self._tokens + (now - self._stamp) * self._rate)
-                self._stamp = now
-                if self._tokens >= 1.0:
-                    self._tokens -= 1.0
-                    return
-                await asyncio.sleep((1.0 - self._tokens) / self._rate)
+        delay = self._bucket.take()
+        if delay > 0:
+            await asyncio.sleep(delay)
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:

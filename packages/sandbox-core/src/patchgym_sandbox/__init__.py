@@ -6,6 +6,7 @@
 ...     result = await sb.exec("pytest -q", timeout=60)
 """
 
+from patchgym_sandbox.admission import Admission, LocalAdmission
 from patchgym_sandbox.backend import BackendConfig, PrepareReport, SandboxBackend, SandboxInfo
 from patchgym_sandbox.errors import (
     BackendNotInstalled,
@@ -37,6 +38,7 @@ from patchgym_sandbox.sync import SyncBackend, SyncSandbox
 __version__ = "0.1.0"
 
 __all__ = [
+    "Admission",
     "BackendConfig",
     "BackendNotInstalled",
     "BackendUnavailable",
@@ -48,6 +50,7 @@ __all__ = [
     "InfraError",
     "IsolationUnavailable",
     "LimitUnavailable",
+    "LocalAdmission",
     "PathOutsideSandbox",
     "PrepareReport",
     "RateLimited",

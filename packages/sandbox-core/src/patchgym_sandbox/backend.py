@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from patchgym_sandbox import labels as L
+from patchgym_sandbox.admission import Admission, LocalAdmission
 from patchgym_sandbox.sandbox import Sandbox
 from patchgym_sandbox.spec import SandboxSpec
 
@@ -40,10 +41,24 @@ class BackendConfig(BaseModel):
     type: str
     max_concurrency: int | None = Field(default=None, gt=0)
     """Most sandboxes alive at once that this backend should be asked for (preflight uses it)."""
+    max_starting: int | None = Field(default=None, gt=0)
+    """Admission control: most sandboxes provisioning at once (None: no cap). See
+    :mod:`patchgym_sandbox.admission`."""
+    creates_per_s: float | None = Field(default=None, gt=0)
+    """Admission control: sandbox creations per second, a token bucket (None: no cap). A
+    cloud backend's API quota (``create_rate()``) is paced per API call on top of this."""
+    creates_burst: int | None = Field(default=None, gt=0)
+    """Creations the bucket may let through at once (default: one second's worth)."""
 
     def create_rate(self) -> float | None:
         """Sandbox creations per second the backend allows (a cloud quota), None if unbounded."""
         return None
+
+    def make_admission(self) -> Admission | None:
+        """The admission control these settings ask for, None when they ask for none."""
+        if self.max_starting is None and self.creates_per_s is None:
+            return None
+        return LocalAdmission(self.max_starting, self.creates_per_s, self.creates_burst)
 
     def node(self) -> dict[str, Any]:
         """This config as the plain mapping it validates from, secrets revealed: for handing
@@ -137,6 +152,19 @@ class SandboxBackend(ABC):
         from patchgym_sandbox.pool import SandboxPool
 
         return SandboxPool(self, spec, size, max_idle_s=max_idle_s)
+
+    @property
+    def admission(self) -> Admission | None:
+        """The gate every start of this backend's sandboxes passes (from the config's
+        ``max_starting`` / ``creates_per_s``; see :mod:`patchgym_sandbox.admission`)."""
+        if "_admission" not in self.__dict__:
+            self.__dict__["_admission"] = self.config.make_admission()
+        gate: Admission | None = self.__dict__["_admission"]
+        return gate
+
+    def admit_with(self, admission: Admission | None) -> None:
+        """Share one admission among backends (every worker of a run: one cap for all)."""
+        self.__dict__["_admission"] = admission
 
     def warm_pools(self) -> dict[str, list[SandboxPool]]:
         """Open pools by sandbox shape (kept on the backend object, for create_group)."""

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Self
 
 from patchgym_sandbox import labels as L
 from patchgym_sandbox import paths, tarsafe
+from patchgym_sandbox.admission import admitted
 from patchgym_sandbox.errors import ConfigError, SandboxClosed
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.spec import SandboxSpec
@@ -64,6 +65,10 @@ class Sandbox(ABC):
         self._state = "new"
         self._start_lock: asyncio.Lock | None = None
         self._renewed_at = 0.0
+        self.admission_wait_s = 0.0
+        """Seconds ``start()`` waited for its backend's admission control."""
+        self.start_window: tuple[float, float] | None = None
+        """``time.monotonic()`` when provisioning began (admitted) and when it ended."""
 
     # -- lifecycle ---------------------------------------------------------------
     @property
@@ -94,7 +99,7 @@ class Sandbox(ABC):
         async with self._start_lock:
             if self._state == "new":
                 try:
-                    await self._start()
+                    await self._admitted_start()
                 except BaseException:
                     self._state = "closed"
                     await self._close_quietly()
@@ -102,6 +107,16 @@ class Sandbox(ABC):
                 self._state = "started"
                 self._renewed_at = time.monotonic()
         return self
+
+    async def _admitted_start(self) -> None:
+        gate = self.origin.admission if self.origin is not None else None
+        async with admitted(gate) as waited:
+            self.admission_wait_s = waited
+            began = time.monotonic()
+            try:
+                await self._start()
+            finally:
+                self.start_window = (began, time.monotonic())
 
     async def close(self) -> None:
         """Remove the sandbox and everything running in it. Idempotent, never raises twice."""

@@ -87,6 +87,27 @@ class PhaseClock:
             if span is not None:
                 span.end()
 
+    def record(self, name: str, seconds: float, *, within: str | None = None) -> None:
+        """Count ``seconds`` already spent as phase ``name`` (a span ending now), moved out
+        of phase ``within`` when it was timed inside that one (admission inside create)."""
+        if seconds <= 0:
+            return
+        self.totals[name] = self.totals.get(name, 0.0) + seconds
+        self.counts[name] = self.counts.get(name, 0) + 1
+        if within is not None and within in self.totals:
+            self.totals[within] = max(0.0, self.totals[within] - seconds)
+        if self._tracer is not None:
+            from opentelemetry import trace
+
+            self.begin()
+            end_ns = time.time_ns()
+            span = self._tracer.start_span(
+                name,
+                context=trace.set_span_in_context(self._root),
+                start_time=end_ns - int(seconds * 1e9),
+            )
+            span.end(end_time=end_ns)
+
     def summary(self) -> dict[str, float]:
         """Rounded seconds per phase, for a result record."""
         return {k: round(v, 4) for k, v in self.totals.items()}
