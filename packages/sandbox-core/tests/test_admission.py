@@ -65,9 +65,7 @@ def template(tmp_path: Path) -> Path:
 
 
 async def test_starts_groups_pools_and_forks_hold_the_cap(tmp_path: Path, template: Path) -> None:
-    backend = create_backend(
-        {"type": "local", "state_dir": str(tmp_path / "s"), "max_starting": 2}
-    )
+    backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s"), "max_starting": 2})
     spec = SandboxSpec(template=str(template))
     plain = [backend.sandbox(spec) for _ in range(5)]
     group: list = []
