@@ -178,6 +178,19 @@ def train_cpu(session: nox.Session) -> None:
     session.run("python", "apps/trainer/scripts/train_cpu.py", *session.posargs)
 
 
+@nox.session(name="benches", python=PYTHON)
+def benches(session: nox.Session) -> None:
+    """Every bench in bench/ at a tiny size (bench/tests): they run, whatever they print."""
+    session.run_install(
+        "uv", "sync", "--locked", "--all-packages", "--extra", "cpu", "--extra", "standin",
+        "--extra", "tools", "--group", "e2b-latest", "--group", "test",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+        external=True,
+    )  # fmt: skip
+    session.install("rich", "mini-swe-agent", "swe-rex")
+    session.run("python", "-m", "pytest", "bench/tests", "-p", "no:cacheprovider", "-v")
+
+
 @nox.session(name="bench_sandbox", python=PYTHON, default=False)
 def bench_sandbox(session: nox.Session) -> None:
     """bench/sandbox_exec.py with mini-swe-agent and SWE-ReX installed in this env only."""
