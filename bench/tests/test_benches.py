@@ -45,4 +45,6 @@ def test_bench_runs_at_tiny_size(name: str, tmp_path: Path) -> None:
         [sys.executable, str(BENCH / name), *TINY[name]],
         capture_output=True, text=True, timeout=900, env=env, cwd=BENCH.parent,
     )  # fmt: skip
-    assert done.returncode == 0, f"bench/{name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"bench/{name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
