@@ -84,7 +84,8 @@ Overrides = Annotated[
 OutOpt = Annotated[
     Path | None,
     typer.Option(
-        "--out", help="output folder (default: <run.output_dir>/<run id>, e.g. validate-<time>-<hex>)"
+        "--out",
+        help="output folder (default: <run.output_dir>/<run id>, e.g. validate-<time>-<hex>)",
     ),
 ]
 

@@ -29,5 +29,7 @@ class DiskFull(TrainerError, OSError):
     def __str__(self) -> str:
         text = f"{self.reason} writing {self.path}"
         if self.folder is not None:
-            text += f"; kept in {self.folder}: {', '.join(self.kept) or 'nothing'} (each file whole)"
+            text += (
+                f"; kept in {self.folder}: {', '.join(self.kept) or 'nothing'} (each file whole)"
+            )
         return text + "; free some space (or pass --out <folder on another disk>) and run again"

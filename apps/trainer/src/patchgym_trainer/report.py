@@ -58,7 +58,9 @@ def outcome_svg(
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o] = counts.get(o, 0) + 1
-    segments = [[(d, OUTCOME_COLOURS.get(o, GREY))] for d, o in zip(durations, outcomes, strict=True)]
+    segments = [
+        [(d, OUTCOME_COLOURS.get(o, GREY))] for d, o in zip(durations, outcomes, strict=True)
+    ]
     bars = [(n, c, OUTCOME_COLOURS.get(n, GREY)) for n, c in counts.items()]
     return _two_panels(
         title=f"{title} ({len(labels)} {unit})",
@@ -117,15 +119,15 @@ def _two_panels(
         y = _TOP + i * _ROW
         w = (_COUNTS_W - 90) * value / top
         out.append(f"<text x='4' y='{y + 12}'>{esc(name)}</text>")
-        out.append(f"<rect x='80' y='{y + 2}' width='{w:.1f}' height='{_ROW - 5}' fill='{colour}'/>")
+        out.append(
+            f"<rect x='80' y='{y + 2}' width='{w:.1f}' height='{_ROW - 5}' fill='{colour}'/>"
+        )
         out.append(f"<text x='{84 + w:.1f}' y='{y + 12}'>{left_fmt.format(value)}</text>")
     longest = max((sum(v for v, _ in row) for row in segments), default=0.0) or 1.0
     x0 = _COUNTS_W + _LABEL_W
     for i, (label, row) in enumerate(zip(labels, segments, strict=True)):
         y = _TOP + i * _ROW
-        out.append(
-            f"<text x='{x0 - 6}' y='{y + 12}' text-anchor='end'>{esc(_short(label))}</text>"
-        )
+        out.append(f"<text x='{x0 - 6}' y='{y + 12}' text-anchor='end'>{esc(_short(label))}</text>")
         x = float(x0)
         for value, colour in row:
             w = (_BARS_W - 50) * value / longest

@@ -111,7 +111,11 @@ async def run_rollout(
     from ``out_dir`` so a resumed run keeps it) labels every sandbox."""
     tasks = load_dataset(cfg.dataset).tasks
     policy = await make_policy(cfg)
-    env = cfg.env if run_id is None or cfg.env.run_id else cfg.env.model_copy(update={"run_id": run_id})
+    env = (
+        cfg.env
+        if run_id is None or cfg.env.run_id
+        else cfg.env.model_copy(update={"run_id": run_id})
+    )
     rc = RolloutConfig(
         env=env,
         tool_format=cfg.rollout.tool_format or cfg.agent.tool_format,

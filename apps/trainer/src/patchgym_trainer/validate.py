@@ -90,7 +90,7 @@ async def evaluate_one(
     f2p = f"{verdict.f2p_passed}/{verdict.f2p_total}" if verdict.f2p_total else ""
     p2p = f"{verdict.p2p_passed}/{verdict.p2p_total}" if verdict.p2p_total else ""
     matched = [t.ok for t in verdict.tests if t.role == "EXPECTED"]
-    expected = f"{sum(matched)}/{len(matched)}" if matched else ""
+    expected_tests = f"{sum(matched)}/{len(matched)}" if matched else ""
     return PatchResult(
         task_id=task.id,
         patch=kind,
@@ -104,7 +104,7 @@ async def evaluate_one(
         rejected=verdict.rejected,
         f2p=f2p,
         p2p=p2p,
-        expected=expected,
+        expected=expected_tests,
     )
 
 
