@@ -39,6 +39,10 @@ def test_help_lists_debug() -> None:
     res = patchgym("--help")
     assert res.returncode == 0
     assert "--debug" in res.stdout and "traceback" in res.stdout
+    assert "Gold patch must resolve every task, empty patch must not." in res.stdout
+    cut = [x for x in res.stdout.splitlines() if x.endswith("...") and not x.startswith("Usage:")]
+    assert not cut, cut  # no command's help cut off
+    assert not [line for line in res.stdout.splitlines() if line != line.rstrip()]
 
 
 @pytest.mark.parametrize(

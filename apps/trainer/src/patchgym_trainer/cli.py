@@ -18,16 +18,16 @@ time a command takes.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
-import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from rich.console import Console
 
     from patchgym_trainer.schema import AppConfig
@@ -38,6 +38,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # click's plain help: no rich import, no padding, fits when piped
 )
 
 
@@ -57,12 +58,25 @@ def _options(
     # main() takes --debug off the line before typer parses it; this option documents it.
 
 
-datasets_app = typer.Typer(help="Convert, register and inspect datasets.", no_args_is_help=True)
+datasets_app = typer.Typer(
+    help="Convert, register and inspect datasets.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(datasets_app, name="datasets")
 sandboxes_app = typer.Typer(
-    help="List and reap patchgym sandboxes on a backend.", no_args_is_help=True
+    help="List and reap patchgym sandboxes on a backend.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(sandboxes_app, name="sandboxes")
+
+T = TypeVar("T")
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    import asyncio
+
+    return asyncio.run(coro)
+
 
 _consoles: dict[bool, Console] = {}
 
@@ -92,6 +106,8 @@ OutOpt = Annotated[
 
 def new_run_id(command: str) -> str:
     """``<command>-<local time>-<4 hex>``: sortable, and unique among runs started together."""
+    import uuid
+
     return f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
 
 
@@ -101,7 +117,7 @@ def _run_dir(cfg: AppConfig, command: str, out: Path | None) -> tuple[Path, str]
     return (out if out is not None else Path(cfg.run.output_dir) / run_id), run_id
 
 
-@app.command()
+@app.command(short_help="Gold patch must resolve every task, empty patch must not.")
 def validate(overrides: Overrides = None, out: OutOpt = None) -> None:
     """Gold patch must resolve every task, empty patch must not (default: bundled tasks, local)."""
     from patchgym_trainer.compose import compose
@@ -110,7 +126,7 @@ def validate(overrides: Overrides = None, out: OutOpt = None) -> None:
     console = _console()
     cfg = compose(overrides or [])
     out_dir, run_id = _run_dir(cfg, "validate", out)
-    summary = asyncio.run(run_validate(cfg, out_dir, console, run_id=run_id))
+    summary = _run(run_validate(cfg, out_dir, console, run_id=run_id))
     if summary.passed:
         console.print(f"[green]all {summary.tasks} tasks behave[/] in {summary.wall_s:.1f}s")
         return
@@ -121,7 +137,7 @@ def validate(overrides: Overrides = None, out: OutOpt = None) -> None:
     raise typer.Exit(1)
 
 
-@app.command()
+@app.command(short_help="Roll out a policy over a dataset (K samples per task).")
 def rollout(overrides: Overrides = None, out: OutOpt = None) -> None:
     """Run a policy behind an OpenAI-compatible endpoint over a dataset (K samples per task)."""
     from patchgym_trainer.compose import compose
@@ -130,12 +146,12 @@ def rollout(overrides: Overrides = None, out: OutOpt = None) -> None:
     cfg = compose(overrides or [])
     out_dir, run_id = _run_dir(cfg, "rollout", out)
     # --out names a folder a later run may resume: its run id then derives from the folder
-    summary = asyncio.run(run_rollout(cfg, out_dir, _console(), run_id=None if out else run_id))
+    summary = _run(run_rollout(cfg, out_dir, _console(), run_id=None if out else run_id))
     if summary.episodes and summary.infra_failed == summary.episodes:
         raise typer.Exit(1)
 
 
-@app.command()
+@app.command(short_help="Check a training config before GPUs are spent.")
 def preflight(
     overrides: Overrides = None,
     images: Annotated[bool, typer.Option(help="ask the backend to prepare every image")] = True,
@@ -145,13 +161,13 @@ def preflight(
     from patchgym_trainer.preflight import render, run_preflight
 
     cfg = compose(overrides or [])
-    checks = asyncio.run(run_preflight(cfg, check_images=images))
+    checks = _run(run_preflight(cfg, check_images=images))
     render(checks, _console(), title=f"preflight — {cfg.run.name}")
     if any(c.blocking for c in checks):
         raise typer.Exit(1)
 
 
-@app.command()
+@app.command(short_help="Preflight, then train (verl, rLLM or TRL).")
 def train(
     overrides: Overrides = None,
     dry_run: Annotated[
@@ -167,7 +183,7 @@ def train(
     console = _console()
     cfg = compose(overrides or [])
     if not skip_preflight:
-        checks = asyncio.run(run_preflight(cfg))
+        checks = _run(run_preflight(cfg))
         render(checks, console, title=f"preflight — {cfg.run.name}")
         blocking = [c for c in checks if c.blocking]
         if blocking and not dry_run:
@@ -182,7 +198,7 @@ def train(
         raise typer.Exit(code)
 
 
-@app.command("config")
+@app.command("config", short_help="Print the composed config and every group's choices.")
 def show_config(overrides: Overrides = None) -> None:
     """Print the composed config (after overrides) and the choices of every group."""
     from omegaconf import OmegaConf
@@ -203,7 +219,7 @@ def show_config(overrides: Overrides = None) -> None:
         console.print(f"[bold]{group}[/]: {', '.join(group_options(group))}", soft_wrap=True)
 
 
-@datasets_app.command("convert")
+@datasets_app.command("convert", short_help="Convert the dataset to verl/rLLM parquet or JSONL.")
 def datasets_convert(
     overrides: Overrides = None,
     out: Annotated[
@@ -222,7 +238,7 @@ def datasets_convert(
     convert(cfg, target, _console())
 
 
-@datasets_app.command("register")
+@datasets_app.command("register", short_help="Write the dataset into the rLLM registry.")
 def datasets_register(
     name: Annotated[str, typer.Argument(help="registry name (rLLM DatasetRegistry layout)")],
     overrides: Overrides = None,
@@ -238,7 +254,9 @@ def datasets_register(
     register(cfg, name, _console(), cast("RLLMVersion", rllm_version))
 
 
-@datasets_app.command("build-local")
+@datasets_app.command(
+    "build-local", short_help="Build rows as local tasks (repo + uv env, no Docker)."
+)
 def datasets_build_local(
     overrides: Overrides = None,
     out: Annotated[
@@ -278,7 +296,7 @@ def datasets_build_local(
         raise typer.Exit(1)
 
 
-@datasets_app.command("info")
+@datasets_app.command("info", short_help="List registered datasets, or show one.")
 def datasets_info(
     name: Annotated[str | None, typer.Argument(help="registered name; omit to list")] = None,
 ) -> None:
@@ -288,17 +306,17 @@ def datasets_info(
     info(name, _console())
 
 
-@sandboxes_app.command("list")
+@sandboxes_app.command("list", short_help="Every patchgym sandbox on the configured backend.")
 def sandboxes_list(overrides: Overrides = None) -> None:
     """Every patchgym sandbox on the configured backend: id, run, rollout, owner, age, lease."""
     from patchgym_trainer.compose import compose
     from patchgym_trainer.sandboxes_command import list_sandboxes
 
     cfg = compose(overrides or [])
-    asyncio.run(list_sandboxes(cfg, _console()))
+    _run(list_sandboxes(cfg, _console()))
 
 
-@sandboxes_app.command("reap")
+@sandboxes_app.command("reap", short_help="Remove leftovers: --run ID, --expired or --all-mine.")
 def sandboxes_reap(
     overrides: Overrides = None,
     run: Annotated[str | None, typer.Option("--run", help="the sandboxes of one run id")] = None,
@@ -314,7 +332,7 @@ def sandboxes_reap(
 
     selection = Selection.from_flags(run, expired, all_mine)
     cfg = compose(overrides or [])
-    asyncio.run(reap(cfg, selection, _console(), dry_run=dry_run))
+    _run(reap(cfg, selection, _console(), dry_run=dry_run))
 
 
 class _Flag:

@@ -205,7 +205,10 @@ def gpus(needed: int) -> Check:
     )
 
 
-CPU_ONLY_FIX = "on CPU: `patchgym train train.engine=trl preset=cpu_smoke` (TRL, a tiny model)"
+CPU_ONLY_FIX = (
+    "on CPU: `patchgym train train.engine=trl preset=cpu_smoke` (TRL; its tiny model is "
+    "built by `python -m patchgym_trainer.tiny_model`)"
+)
 
 
 def _gpu_count() -> int:
