@@ -14,13 +14,16 @@ hits all of them alike). Baselines, measured in the same run:
 ``--uv`` adds the same through ``uv run`` (what the README tells a newcomer to type) with
 ``uv run python -c pass`` as its floor. Targets (issue 28.4): ``validate`` <= 5 s on the 6
 bundled tasks, ``--help`` <= 0.3 s. The load average (``uptime``) is printed before and
-after: on a shared 2-core machine compare ratios, not seconds. Not a test: nothing fails.
+after: on a shared 2-core machine compare ratios (and the CPU seconds, user + system of
+the command and the processes it waited for, which load inflates less than wall time),
+not wall seconds. Not a test: nothing fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -31,13 +34,17 @@ from pathlib import Path
 BIN = Path(sys.executable).parent
 
 
-def timed(argv: list[str]) -> float:
+def timed(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds, and CPU seconds (user + system) of the command and what it waited for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return took
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return took, cpu
 
 
 def load() -> str:
@@ -74,11 +81,14 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, {pyc_count()} .pyc files under {sys.prefix}/lib")
     print(f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
     times: dict[str, list[float]] = {}
+    cpus: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="patchgym-bench-cli-") as tmp:
         cmds = commands(Path(tmp), args.uv)
         for r in range(rounds):
             for name, argv in cmds.items():
-                times.setdefault(name, []).append(timed(argv))
+                wall, cpu = timed(argv)
+                times.setdefault(name, []).append(wall)
+                cpus.setdefault(name, []).append(cpu)
             print(
                 f"round {r + 1}/{rounds}: "
                 + ", ".join(f"{n} {v[-1]:.2f}s" for n, v in times.items())
@@ -86,7 +96,9 @@ def main() -> None:
     print(f"load after:  {load()}")
     med = {n: statistics.median(v) for n, v in times.items()}
     floor, fixed = med["python -c pass"], med["validate (fixed)"]
-    print(f"\n{'command':28} {'median s':>9} {'min s':>7} {'× python -c pass':>17}  note")
+    print(
+        f"\n{'command':28} {'median s':>9} {'min s':>7} {'× python -c pass':>17} {'CPU s':>6}  note"
+    )
     for name, values in times.items():
         base = med["uv run python -c pass"] if name.startswith("uv run") else floor
         note = ""
@@ -94,7 +106,11 @@ def main() -> None:
             note = f"fixed cost {fixed:.2f}s = {fixed / med[name]:.0%} of it; target <= 5 s"
         elif name.endswith("--help"):
             note = "target <= 0.3 s"
-        print(f"{name:28} {med[name]:9.2f} {min(values):7.2f} {med[name] / base:17.1f}  {note}")
+        cpu = statistics.median(cpus[name])
+        print(
+            f"{name:28} {med[name]:9.2f} {min(values):7.2f} {med[name] / base:17.1f} "
+            f"{cpu:6.2f}  {note}"
+        )
 
 
 if __name__ == "__main__":

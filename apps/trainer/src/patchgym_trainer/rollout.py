@@ -142,7 +142,8 @@ async def run_rollout(
         executor = episode_executor(cfg, rc, rc.env.run_id or default_run_id(rc))
     provider = tracing.start(cfg.run)
     try:
-        summary = await rollout(tasks, policy, rc, executor=executor)
+        with kept_on_full_disk(out_dir):  # trajectories.jsonl is appended as episodes end
+            summary = await rollout(tasks, policy, rc, executor=executor)
     finally:
         await policy.aclose()
         if provider is not None:
