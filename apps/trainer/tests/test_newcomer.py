@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import uuid
@@ -18,8 +19,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def patchgym(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def patchgym(
+    *args: str, cwd: Path | None = None, path: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "80", "HF_HUB_OFFLINE": "1"}
+    if path is not None:
+        env["PATH"] = path
     env.pop("FORCE_COLOR", None)
     return subprocess.run(
         [sys.executable, "-m", "patchgym_trainer", *args],
@@ -111,19 +116,22 @@ async def test_sandboxes_list_keeps_ids_whole(tmp_path: Path) -> None:
         await backend.aclose()
 
 
-def test_one_run_id_names_the_output_folder(tmp_path: Path) -> None:
-    res = patchgym(
-        "validate",
-        "dataset.limit=1",
-        "validate.patches=[gold]",
-        f"run.output_dir={tmp_path}",
-    )
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["validate", "dataset.limit=1", "validate.patches=[gold]"],
+        ["rollout", "dataset.limit=1", "rollout.policy=gold"],
+    ],
+    ids=["validate", "rollout"],
+)
+def test_one_run_id_names_the_output_folder(tmp_path: Path, command: list[str]) -> None:
+    res = patchgym(*command, f"run.output_dir={tmp_path}")
     assert res.returncode == 0, res.stdout + res.stderr
     found = re.search(r"^run (\S+) → (.+)$", res.stdout, re.M)
     assert found, res.stdout
     run_id, folder = found.group(1), Path(found.group(2))
     assert folder.name == run_id and folder.parent == tmp_path
-    assert [p.name for p in tmp_path.iterdir()] == [run_id]
+    assert [p.name for p in tmp_path.iterdir()] == [run_id] and run_id.startswith(command[0])
     assert (folder / "report.html").is_file()
     no_cut_cells(res.stdout)
 
@@ -142,3 +150,35 @@ def test_every_nox_session_is_described() -> None:
     assert len(sessions) > 10
     undescribed = [line for line in sessions if " -> " not in line]
     assert not undescribed, undescribed
+
+
+@pytest.mark.parametrize(
+    ("tools", "wanted"),
+    [
+        (
+            ["git"],
+            ["apt-get install bubblewrap", "`sandbox.isolation=none` on the patchgym command line"],
+        ),
+        ([], ["git is not installed", "apt-get install git"]),
+    ],
+)
+def test_missing_system_package_is_one_line_naming_the_fix(
+    tmp_path: Path, tools: list[str], wanted: list[str]
+) -> None:
+    """A machine without bubblewrap (or git): one line, exit 4, the package and the override."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in tools:
+        found = shutil.which(tool)
+        if found is None:
+            pytest.skip(f"{tool} is not installed here")
+        (bin_dir / tool).symlink_to(found)
+    res = patchgym(
+        "validate", "dataset.limit=1", "validate.patches=[gold]", "--out", str(tmp_path / "o"),
+        path=str(bin_dir),
+    )  # fmt: skip
+    assert res.returncode == 4, res.stdout + res.stderr
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+    for needle in wanted:
+        assert needle in lines[0]
