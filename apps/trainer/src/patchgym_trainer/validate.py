@@ -233,9 +233,9 @@ async def run_validate(
 
 def print_table(rows: Sequence[TaskResult], console: Console) -> None:
     table = Table(title="validate: gold patch must resolve, empty patch must not")
-    table.add_column("task", no_wrap=True)
+    table.add_column("task", overflow="fold")
     for col in ("outcome", "gold patch", "empty patch", "time"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     style = {"ok": "green", "misbehaves": "bold red", "infra": "yellow"}
     for r in rows:
         table.add_row(
