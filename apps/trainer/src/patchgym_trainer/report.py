@@ -69,7 +69,7 @@ def outcome_svg(
         left_fmt="{:.0f}",
         labels=labels,
         segments=segments,
-        right_title="seconds",
+        right_title=f"seconds per {unit.removesuffix('s')}, coloured by its outcome",
     )
 
 
