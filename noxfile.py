@@ -60,7 +60,6 @@ def sync(session: nox.Session, dist: str, *args: str) -> None:
 def _tests(member: str) -> None:
     path, dist, _, extra = MEMBERS[member]
 
-    @nox.session(name=f"tests-{member}", python=PYTHON)
     def tests(session: nox.Session) -> None:
         sync(session, dist, "--group", "test", *extra)
         tests_dir = ROOT / path / "tests"
@@ -71,11 +70,13 @@ def _tests(member: str) -> None:
         if code == 5 or code is False:
             session.log(f"{member}: no tests collected (pytest exit 5), treated as success")
 
+    tests.__doc__ = f"pytest {path}/tests, with only {dist} and its test group installed"
+    nox.session(name=f"tests-{member}", python=PYTHON)(tests)
+
 
 def _typecheck(member: str) -> None:
     path, dist, module, extra = MEMBERS[member]
 
-    @nox.session(name=f"typecheck-{member}", python=PYTHON)
     def typecheck(session: nox.Session) -> None:
         sync(session, dist, *extra)
         session.install("mypy>=1.13")
@@ -84,6 +85,9 @@ def _typecheck(member: str) -> None:
             "--exclude", NOT_LIBRARY,
             "-p", module, env={"MYPYPATH": str(ROOT / path / "src")},
         )  # fmt: skip
+
+    typecheck.__doc__ = f"mypy --strict on {module} ({path}/src)"
+    nox.session(name=f"typecheck-{member}", python=PYTHON)(typecheck)
 
 
 for _member in MEMBERS:
@@ -109,6 +113,7 @@ def notebook(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
+    """ruff format --check and ruff check over the whole repository."""
     session.install("ruff>=0.8")
     session.run("ruff", "format", "--check", ".")
     session.run("ruff", "check", ".")

@@ -46,5 +46,7 @@ def test_walkthrough_executes(tmp_path: Path) -> None:
     )
     assert "all 6 tasks behave" in text
     assert "6 blocking" in text or "preflight" in text
-    images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    images = [
+        o for c in nb.cells for o in c.get("outputs", []) if "image/svg+xml" in o.get("data", {})
+    ]
     assert images, "the rollout chart is shown inline"

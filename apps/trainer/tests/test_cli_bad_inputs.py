@@ -64,8 +64,16 @@ DATA: list[tuple[str, str, bytes, list[str], int, list[str]]] = [
 
 CONFIG: list[tuple[str, list[str], int, list[str]]] = [
     ("sandbox-extra-key", ["+sandbox.bogus=1"], 2, ["bogus", "local"]),
-    ("env-unknown-key", ["+env.bogus=1"], 2, ["env.bogus", "patchgym config"]),
-    ("env-override-missing", ["env.bogus=1"], 2, ["env.bogus"]),
+    ("env-unknown-key", ["+env.bogus=1"], 2, ["env.bogus", "allowed under env:", "max_steps"]),
+    ("env-override-missing", ["env.bogus=1"], 2, ["env.bogus", "allowed under env:"]),
+    ("env-key-typo", ["env.max_step=3"], 2, ["did you mean `env.max_steps`?", "step_timeout_s"]),
+    ("sandbox-key-typo", ["sandbox.isolatoin=none"], 2, ["did you mean `sandbox.isolation`?"]),
+    (
+        "sandbox-unknown-key",
+        ["sandbox.bogus=1"],
+        2,
+        ["sandbox.bogus", "isolation, max_concurrency"],
+    ),
     ("bad-choice", ["sandbox=dockr"], 2, ["allowed: ags, docker, k8s, local"]),
     ("bad-type", ["env.max_steps=many"], 2, ["env.max_steps"]),
     ("missing-path", ["dataset=file"], 2, ["dataset.path"]),

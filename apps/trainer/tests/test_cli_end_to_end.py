@@ -29,10 +29,12 @@ def test_validate_default_every_bundled_task(
     assert {r["patch"] for r in lines} == {"gold", "empty"}
     assert all(r["resolved"] == (r["patch"] == "gold") for r in lines)
     html = (tmp_path / "report.html").read_text()
-    assert "data:image/png;base64," in html
+    assert html.count("<svg") == 1 and f"({len(bundled_names())} tasks)" in html
     for r in lines:
         assert r["task_id"] in html
-    assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "chart.svg").read_text().startswith("<svg")
+    # R2E-Gym tasks have no F2P/P2P lists: their count of matched expected outcomes shows why
+    assert "expected_output_json" in html and "expected 4/4" in html
 
 
 def test_validate_flags_a_misbehaving_task(tmp_path: Path) -> None:
@@ -65,7 +67,8 @@ def test_rollout_gold_policy_two_samples(tmp_path: Path) -> None:
     assert all(r["sandbox_s"] > 0 and r["phases"]["grading"] > 0 for r in lines)
     html = (tmp_path / "report.html").read_text()
     assert "resolve rate" in html and "sandbox-seconds" in html
-    assert (tmp_path / "phases.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "(2 tasks)" in html and "(4 episodes)" in html
+    assert (tmp_path / "phases.svg").read_text().startswith("<svg")
 
 
 def test_preflight_ags_names_what_is_missing(

@@ -79,8 +79,8 @@ def test_overrides_from_the_issue() -> None:
         (["agent.scaffold=swe"], ["agent.scaffold", "r2egym", "sweagent", "debug-gym"]),
         (["algorithm.name=dpo"], ["algorithm.name", "grpo", "rloo", "ppo"]),
         (["train.rollout_n=0"], ["train.rollout_n", "greater than 0"]),
-        (["train.nodez=1"], ["train.nodez"]),
-        (["+train.nodez=1"], ["train.nodez", "unknown key"]),
+        (["train.nodez=1"], ["unknown config key train.nodez", "did you mean `train.nodes`?"]),
+        (["+train.nodez=1"], ["unknown config key train.nodez", "allowed under train: "]),
         (["train.logger=[console,tensorbord]"], ["train.logger", "wandb"]),
     ],
 )

@@ -70,7 +70,7 @@ def patchgym(*args: str) -> subprocess.CompletedProcess[str]:
 def listed(overrides: list[str]) -> list[str]:
     out = patchgym("sandboxes", "list", *overrides)
     assert out.returncode == 0, out.stderr
-    return [line.split("│")[2].strip() for line in out.stdout.splitlines() if "│ pg-" in line]
+    return [line.split("│")[1].strip() for line in out.stdout.splitlines() if "│ pg-" in line]
 
 
 def wait_for(check: Callable[[], bool], what: str, timeout: float = 180) -> None:
@@ -210,7 +210,7 @@ def docker_rows(pid: int) -> list[list[str]]:
     out = patchgym("sandboxes", "list", "sandbox=docker")
     assert out.returncode == 0, out.stderr
     rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.stdout.splitlines()]
-    return [r for r in rows if len(r) > 2 and f"-{pid}-" in r[2]]
+    return [r for r in rows if len(r) > 1 and f"-{pid}-" in r[1]]  # id, run, ...
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
@@ -233,7 +233,7 @@ def test_sweenv_script_signals_docker(tmp_path: Path, sig: signal.Signals) -> No
     try:
         wait_for(lambda: bool(docker_rows(child.pid)), "the container to exist")
         time.sleep(3)  # the command is running
-        run_id = docker_rows(child.pid)[0][2]
+        run_id = docker_rows(child.pid)[0][1]
         assert docker_containers(run_id)
         child.send_signal(sig)
         child.wait(timeout=120)

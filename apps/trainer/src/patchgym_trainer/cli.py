@@ -10,25 +10,27 @@ Errors the app can describe (bad config, bad data, missing engine) are printed a
 line without a traceback, with the exit codes of :mod:`patchgym_trainer.failures`; a run
 whose result is bad (a task misbehaves, preflight fails) exits with status 1. Only a bug
 prints a traceback (exit 70); ``--debug`` anywhere on the line prints it for every error.
+
+Only typer is imported up front: each command imports what it needs (Hydra, rich, the
+sandbox and env packages) when it runs, so ``patchgym --help`` starts in a fraction of the
+time a command takes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.syntax import Syntax
 
-from patchgym_envs.errors import one_line
-from patchgym_trainer import failures
-from patchgym_trainer.compose import GROUPS, compose, compose_raw, group_options
-from patchgym_trainer.schema import AppConfig
+if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
+    from rich.console import Console
+
+    from patchgym_trainer.schema import AppConfig
 
 app = typer.Typer(
     name="patchgym",
@@ -36,16 +38,56 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # click's plain help: no rich import, no padding, fits when piped
 )
-datasets_app = typer.Typer(help="Convert, register and inspect datasets.", no_args_is_help=True)
+
+
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug", help="print the traceback of every error (allowed anywhere on the line)"
+        ),
+    ] = False,
+) -> None:
+    """Train and evaluate SWE agents: validate datasets, roll out policies, preflight and train.
+
+    Every command takes Hydra overrides (group=option, key=value); `patchgym config` prints them.
+    """
+    # main() takes --debug off the line before typer parses it; this option documents it.
+
+
+datasets_app = typer.Typer(
+    help="Convert, register and inspect datasets.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(datasets_app, name="datasets")
 sandboxes_app = typer.Typer(
-    help="List and reap patchgym sandboxes on a backend.", no_args_is_help=True
+    help="List and reap patchgym sandboxes on a backend.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(sandboxes_app, name="sandboxes")
 
-console = Console()
-err_console = Console(stderr=True)
+T = TypeVar("T")
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    import asyncio
+
+    return asyncio.run(coro)
+
+
+_consoles: dict[bool, Console] = {}
+
+
+def _console(stderr: bool = False) -> Console:
+    if stderr not in _consoles:
+        from rich.console import Console
+
+        _consoles[stderr] = Console(stderr=stderr)
+    return _consoles[stderr]
+
 
 Overrides = Annotated[
     list[str] | None,
@@ -55,24 +97,36 @@ Overrides = Annotated[
 ]
 OutOpt = Annotated[
     Path | None,
-    typer.Option("--out", help="output folder (default: <run.output_dir>/<command>-<time>)"),
+    typer.Option(
+        "--out",
+        help="output folder (default: <run.output_dir>/<run id>, e.g. validate-<time>-<hex>)",
+    ),
 ]
 
 
-def _out_dir(cfg: AppConfig, command: str, out: Path | None) -> Path:
-    if out is not None:
-        return out
-    return Path(cfg.run.output_dir) / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}"
+def new_run_id(command: str) -> str:
+    """``<command>-<local time>-<4 hex>``: sortable, and unique among runs started together."""
+    import uuid
+
+    return f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
 
 
-@app.command()
+def _run_dir(cfg: AppConfig, command: str, out: Path | None) -> tuple[Path, str]:
+    """The output folder and the run id: one name for both unless ``--out`` names the folder."""
+    run_id = new_run_id(command)
+    return (out if out is not None else Path(cfg.run.output_dir) / run_id), run_id
+
+
+@app.command(short_help="Gold patch must resolve every task, empty patch must not.")
 def validate(overrides: Overrides = None, out: OutOpt = None) -> None:
     """Gold patch must resolve every task, empty patch must not (default: bundled tasks, local)."""
+    from patchgym_trainer.compose import compose
     from patchgym_trainer.validate import run_validate
 
+    console = _console()
     cfg = compose(overrides or [])
-    out_dir = _out_dir(cfg, "validate", out)
-    summary = asyncio.run(run_validate(cfg, out_dir, console))
+    out_dir, run_id = _run_dir(cfg, "validate", out)
+    summary = _run(run_validate(cfg, out_dir, console, run_id=run_id))
     if summary.passed:
         console.print(f"[green]all {summary.tasks} tasks behave[/] in {summary.wall_s:.1f}s")
         return
@@ -83,33 +137,37 @@ def validate(overrides: Overrides = None, out: OutOpt = None) -> None:
     raise typer.Exit(1)
 
 
-@app.command()
+@app.command(short_help="Roll out a policy over a dataset (K samples per task).")
 def rollout(overrides: Overrides = None, out: OutOpt = None) -> None:
     """Run a policy behind an OpenAI-compatible endpoint over a dataset (K samples per task)."""
+    from patchgym_trainer.compose import compose
     from patchgym_trainer.rollout import run_rollout
 
     cfg = compose(overrides or [])
-    summary = asyncio.run(run_rollout(cfg, _out_dir(cfg, "rollout", out), console))
+    out_dir, run_id = _run_dir(cfg, "rollout", out)
+    # --out names a folder a later run may resume: its run id then derives from the folder
+    summary = _run(run_rollout(cfg, out_dir, _console(), run_id=None if out else run_id))
     if summary.episodes and summary.infra_failed == summary.episodes:
         raise typer.Exit(1)
 
 
-@app.command()
+@app.command(short_help="Check a training config before GPUs are spent.")
 def preflight(
     overrides: Overrides = None,
     images: Annotated[bool, typer.Option(help="ask the backend to prepare every image")] = True,
 ) -> None:
     """Check a training config before GPUs are spent (table of checks with the fix)."""
+    from patchgym_trainer.compose import compose
     from patchgym_trainer.preflight import render, run_preflight
 
     cfg = compose(overrides or [])
-    checks = asyncio.run(run_preflight(cfg, check_images=images))
-    render(checks, console, title=f"preflight — {cfg.run.name}")
+    checks = _run(run_preflight(cfg, check_images=images))
+    render(checks, _console(), title=f"preflight — {cfg.run.name}")
     if any(c.blocking for c in checks):
         raise typer.Exit(1)
 
 
-@app.command()
+@app.command(short_help="Preflight, then train (verl, rLLM or TRL).")
 def train(
     overrides: Overrides = None,
     dry_run: Annotated[
@@ -118,38 +176,50 @@ def train(
     skip_preflight: Annotated[bool, typer.Option("--skip-preflight")] = False,
 ) -> None:
     """Preflight, then launch verl PPO/GRPO/RLOO with the patchgym agent loop."""
+    from patchgym_trainer.compose import compose
     from patchgym_trainer.preflight import render, run_preflight
     from patchgym_trainer.train import launch
 
+    console = _console()
     cfg = compose(overrides or [])
     if not skip_preflight:
-        checks = asyncio.run(run_preflight(cfg))
+        checks = _run(run_preflight(cfg))
         render(checks, console, title=f"preflight — {cfg.run.name}")
         blocking = [c for c in checks if c.blocking]
         if blocking and not dry_run:
             console.print(
                 "[bold red]train stopped at preflight:[/] "
-                + "; ".join(f"{c.name}: {c.fix or c.detail}" for c in blocking)
+                + "; ".join(f"{c.name}: {c.fix or c.detail}" for c in blocking),
+                soft_wrap=True,
             )
             raise typer.Exit(1)
-    code = launch(cfg, _out_dir(cfg, "train", None), console, dry_run=dry_run)
+    code = launch(cfg, _run_dir(cfg, "train", None)[0], console, dry_run=dry_run)
     if code:
         raise typer.Exit(code)
 
 
-@app.command("config")
+@app.command("config", short_help="Print the composed config and every group's choices.")
 def show_config(overrides: Overrides = None) -> None:
     """Print the composed config (after overrides) and the choices of every group."""
     from omegaconf import OmegaConf
 
+    from patchgym_trainer.compose import GROUPS, compose, compose_raw, group_options
+
+    console = _console()
     data = compose_raw(overrides or [])
     compose(overrides or [])  # validate too
-    console.print(Syntax(OmegaConf.to_yaml(OmegaConf.create(data)), "yaml"))
+    # plain lines: no padding to the terminal's width, nothing wrapped (copyable, diffable)
+    console.print(
+        OmegaConf.to_yaml(OmegaConf.create(data)).rstrip("\n"),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     for group in GROUPS:
-        console.print(f"[bold]{group}[/]: {', '.join(group_options(group))}")
+        console.print(f"[bold]{group}[/]: {', '.join(group_options(group))}", soft_wrap=True)
 
 
-@datasets_app.command("convert")
+@datasets_app.command("convert", short_help="Convert the dataset to verl/rLLM parquet or JSONL.")
 def datasets_convert(
     overrides: Overrides = None,
     out: Annotated[
@@ -157,6 +227,7 @@ def datasets_convert(
     ] = None,
 ) -> None:
     """Convert the configured dataset to verl/rLLM parquet or JSONL tasks."""
+    from patchgym_trainer.compose import compose
     from patchgym_trainer.dataset_commands import convert
 
     cfg = compose(overrides or [])
@@ -164,10 +235,10 @@ def datasets_convert(
         out
         or Path(cfg.run.output_dir) / "datasets" / f"{cfg.dataset.name}_{cfg.dataset.split}.parquet"
     )
-    convert(cfg, target, console)
+    convert(cfg, target, _console())
 
 
-@datasets_app.command("register")
+@datasets_app.command("register", short_help="Write the dataset into the rLLM registry.")
 def datasets_register(
     name: Annotated[str, typer.Argument(help="registry name (rLLM DatasetRegistry layout)")],
     overrides: Overrides = None,
@@ -176,13 +247,16 @@ def datasets_register(
     ] = "both",
 ) -> None:
     """Write the dataset under $RLLM_HOME (or ~/.rllm)/datasets/<name>/<split>.parquet (+ _verl)."""
+    from patchgym_trainer.compose import compose
     from patchgym_trainer.dataset_commands import RLLMVersion, register
 
     cfg = compose(overrides or [])
-    register(cfg, name, console, cast("RLLMVersion", rllm_version))
+    register(cfg, name, _console(), cast("RLLMVersion", rllm_version))
 
 
-@datasets_app.command("build-local")
+@datasets_app.command(
+    "build-local", short_help="Build rows as local tasks (repo + uv env, no Docker)."
+)
 def datasets_build_local(
     overrides: Overrides = None,
     out: Annotated[
@@ -209,6 +283,7 @@ def datasets_build_local(
     """Build the dataset's rows as local tasks: repo at base commit + a uv env, no Docker."""
     from patchgym_envs.localbuild import LocalBuildConfig
     from patchgym_trainer.build_local import build_local, parse_mirrors
+    from patchgym_trainer.compose import compose
 
     cfg = compose(overrides or [])
     fields: dict[str, object] = {"out": out, "mirrors": parse_mirrors(mirror or []), "specs": specs}
@@ -216,31 +291,32 @@ def datasets_build_local(
         fields["python"] = python
     if cache_dir:
         fields["cache_dir"] = cache_dir
-    report = build_local(cfg, LocalBuildConfig.model_validate(fields), console, probe=probe)
+    report = build_local(cfg, LocalBuildConfig.model_validate(fields), _console(), probe=probe)
     if not report.built:
         raise typer.Exit(1)
 
 
-@datasets_app.command("info")
+@datasets_app.command("info", short_help="List registered datasets, or show one.")
 def datasets_info(
     name: Annotated[str | None, typer.Argument(help="registered name; omit to list")] = None,
 ) -> None:
     """List registered datasets, or show one (splits, rows, images, formats)."""
     from patchgym_trainer.dataset_commands import info
 
-    info(name, console)
+    info(name, _console())
 
 
-@sandboxes_app.command("list")
+@sandboxes_app.command("list", short_help="Every patchgym sandbox on the configured backend.")
 def sandboxes_list(overrides: Overrides = None) -> None:
     """Every patchgym sandbox on the configured backend: id, run, rollout, owner, age, lease."""
+    from patchgym_trainer.compose import compose
     from patchgym_trainer.sandboxes_command import list_sandboxes
 
     cfg = compose(overrides or [])
-    asyncio.run(list_sandboxes(cfg, console))
+    _run(list_sandboxes(cfg, _console()))
 
 
-@sandboxes_app.command("reap")
+@sandboxes_app.command("reap", short_help="Remove leftovers: --run ID, --expired or --all-mine.")
 def sandboxes_reap(
     overrides: Overrides = None,
     run: Annotated[str | None, typer.Option("--run", help="the sandboxes of one run id")] = None,
@@ -251,11 +327,12 @@ def sandboxes_reap(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show, remove nothing")] = False,
 ) -> None:
     """Remove leftovers (one of --run ID, --expired, --all-mine); --dry-run lists them."""
+    from patchgym_trainer.compose import compose
     from patchgym_trainer.sandboxes_command import Selection, reap
 
     selection = Selection.from_flags(run, expired, all_mine)
     cfg = compose(overrides or [])
-    asyncio.run(reap(cfg, selection, console, dry_run=dry_run))
+    _run(reap(cfg, selection, _console(), dry_run=dry_run))
 
 
 class _Flag:
@@ -295,7 +372,9 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        err_console.print("terminated" if terminated else "interrupted")
+        from patchgym_trainer import failures
+
+        _console(stderr=True).print("terminated" if terminated else "interrupted")
         sys.exit(failures.SIGTERM_EXIT if terminated else failures.SIGINT_EXIT)
     except Exception as exc:
         # Usage errors: typer >= 0.20 raises its vendored click's exceptions, older ones click's;
@@ -306,6 +385,12 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(exit_code)
         if type(exc).__name__ == "Abort":
             sys.exit(1)
+        from rich.markup import escape
+
+        from patchgym_envs.errors import one_line
+        from patchgym_trainer import failures
+
+        err_console = _console(stderr=True)
         failure = failures.classify(exc)
         if debug or failure is None:
             import traceback
@@ -324,9 +409,9 @@ def main(argv: list[str] | None = None) -> None:
             soft_wrap=True,
         )
         sys.exit(failure.code)
-    if terminated or code == failures.SIGINT_EXIT:  # typer turns KeyboardInterrupt into 130
-        err_console.print("terminated" if terminated else "interrupted")
-        sys.exit(failures.SIGTERM_EXIT if terminated else failures.SIGINT_EXIT)
+    if terminated or code == 130:  # typer turns KeyboardInterrupt into 130
+        _console(stderr=True).print("terminated" if terminated else "interrupted")
+        sys.exit(143 if terminated else 130)
     sys.exit(code if isinstance(code, int) else 0)
 
 

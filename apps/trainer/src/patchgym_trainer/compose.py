@@ -7,6 +7,7 @@ failure is a :class:`ConfigError` whose message names the key and what is allowe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from patchgym_trainer.errors import ConfigError
 from patchgym_trainer.schema import AppConfig
 
 CONF_DIR = Path(__file__).parent / "conf"
+_NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'\. To append to your config use \+")
 GROUPS = ("sandbox", "dataset", "agent", "algorithm", "model", "preset")
 
 
@@ -43,9 +45,26 @@ def compose_raw(overrides: Sequence[str] = ()) -> dict[str, Any]:
         raise ConfigError(_missing_message(str(key), exc)) from None
     except HydraException as exc:
         text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        bad = _NOT_IN_STRUCT.search(text)
+        if bad is not None:
+            raise ConfigError(_unknown_override(bad.group(1), overrides)) from None
         raise ConfigError(f"invalid overrides {list(overrides)}: {text}") from None
     assert isinstance(data, dict)
     return {str(k): v for k, v in data.items()}
+
+
+def _unknown_override(key: str, overrides: Sequence[str]) -> str:
+    """One line for ``env.max_step=3``: the close match and the node's allowed keys (read
+    from the config composed without that override), instead of Hydra's "use +key" hint,
+    which would only lead to a second error."""
+    from patchgym_trainer.keys import allowed_keys, unknown_key
+
+    rest = [o for o in overrides if o.lstrip("+~").partition("=")[0] != key]
+    try:
+        data = compose_raw(rest)
+    except ConfigError:
+        data = {}
+    return unknown_key(key, allowed_keys(data, key.split(".")[:-1]))
 
 
 def compose(overrides: Sequence[str] = ()) -> AppConfig:
@@ -54,17 +73,23 @@ def compose(overrides: Sequence[str] = ()) -> AppConfig:
     try:
         return AppConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(describe_validation(exc)) from None
+        raise ConfigError(describe_validation(exc, data)) from None
 
 
-def describe_validation(exc: ValidationError) -> str:
+def describe_validation(exc: ValidationError, data: dict[str, Any] | None = None) -> str:
     lines = []
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"]) or "<root>"
         key = key.replace("validate_", "validate")
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            msg = "unknown key (check the spelling; `patchgym config` prints every key)"
+            from patchgym_trainer.keys import allowed_keys, unknown_key
+
+            path = [str(p) for p in err["loc"]]
+            allowed = allowed_keys(data or {}, path[:-1])
+            allowed = [k for k in allowed if k != path[-1]]
+            lines.append(unknown_key(key, allowed))
+            continue
         elif err["type"] == "literal_error":
             allowed = err.get("ctx", {}).get("expected", "")
             msg = f"got {err.get('input')!r}; allowed: {allowed}"

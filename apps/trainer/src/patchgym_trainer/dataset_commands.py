@@ -148,8 +148,8 @@ def info(name: str | None, console: Console) -> None:
             console.print(f"no datasets registered under {root}")
             return
         table = Table(title=f"datasets in {root}")
-        table.add_column("name")
-        table.add_column("splits")
+        table.add_column("name", overflow="fold")
+        table.add_column("splits", overflow="fold")
         for n in names:
             splits = sorted(
                 p.stem for p in (root / n).glob("*.parquet") if not p.stem.endswith("_verl")
@@ -165,7 +165,7 @@ def info(name: str | None, console: Console) -> None:
         )
     table = Table(title=f"{name} ({folder})")
     for col in ("split", "rows", "images", "formats", "verl file"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     import pyarrow.parquet as pq
 
     for path in sorted(folder.glob("*.parquet")):

@@ -13,3 +13,23 @@ class ConfigError(TrainerError, ValueError):
 
 class MissingExtra(TrainerError, ImportError):
     """An optional engine (verl, rLLM, vLLM) is not installed: the message says how to install it."""
+
+
+class DiskFull(TrainerError, OSError):
+    """An output file could not be written: the disk (or quota) is full. Every file named in
+    ``kept`` is complete; the one at ``path`` was not written (nothing of it is left)."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(str(path))
+        self.path = str(path)
+        self.reason = reason
+        self.folder: str | None = None
+        self.kept: list[str] = []
+
+    def __str__(self) -> str:
+        text = f"{self.reason} writing {self.path}"
+        if self.folder is not None:
+            text += (
+                f"; kept in {self.folder}: {', '.join(self.kept) or 'nothing'} (each file whole)"
+            )
+        return text + "; free some space (or pass --out <folder on another disk>) and run again"

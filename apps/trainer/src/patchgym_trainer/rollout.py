@@ -3,7 +3,8 @@
 The episode loop, concurrency, retries, resumable JSONL and the summary are the agents
 package's runner (:func:`patchgym_agents.rollout`). This module picks the policy from
 the config, adds pass@k for every k up to K (unbiased estimator), and writes the report
-(``report.html`` with a per-task table, ``chart.png``) next to ``trajectories.jsonl``.
+(``report.html`` with a per-task table, ``chart.svg``, ``phases.svg``) next to
+``trajectories.jsonl``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from patchgym_agents.rollout.summary import print_summary
 from patchgym_trainer import report, tracing
 from patchgym_trainer.datasets import load_dataset
 from patchgym_trainer.errors import TrainerError
+from patchgym_trainer.outputs import kept_on_full_disk, write_text
 from patchgym_trainer.schema import AppConfig
 
 
@@ -102,11 +104,20 @@ async def served_model(base_url: str, api_key: str) -> str:
     return page.data[0].id
 
 
-async def run_rollout(cfg: AppConfig, out_dir: Path, console: Console) -> RolloutSummary:
+async def run_rollout(
+    cfg: AppConfig, out_dir: Path, console: Console, *, run_id: str | None = None
+) -> RolloutSummary:
+    """Roll out ``cfg.rollout``'s policy; ``run_id`` (else ``env.run_id``, else one derived
+    from ``out_dir`` so a resumed run keeps it) labels every sandbox."""
     tasks = load_dataset(cfg.dataset).tasks
     policy = await make_policy(cfg)
+    env = (
+        cfg.env
+        if run_id is None or cfg.env.run_id
+        else cfg.env.model_copy(update={"run_id": run_id})
+    )
     rc = RolloutConfig(
-        env=cfg.env,
+        env=env,
         tool_format=cfg.rollout.tool_format or cfg.agent.tool_format,
         samples=cfg.rollout.samples,
         concurrency=cfg.rollout.concurrency,
@@ -116,17 +127,23 @@ async def run_rollout(cfg: AppConfig, out_dir: Path, console: Console) -> Rollou
     )
     console.print(
         f"rollout: {len(tasks)} tasks × {rc.samples} samples, policy {cfg.rollout.policy}, "
-        f"scaffold {cfg.env.scaffold}, sandbox {cfg.sandbox.type} → {out_dir}"
+        f"scaffold {cfg.env.scaffold}, sandbox {cfg.sandbox.type}",
+        soft_wrap=True,
+    )
+    from patchgym_agents.rollout import default_run_id
+
+    console.print(
+        f"run {rc.env.run_id or default_run_id(rc)} → {out_dir}", soft_wrap=True, highlight=False
     )
     executor = None
     if cfg.run.executor == "ray":
-        from patchgym_agents.rollout import default_run_id
         from patchgym_trainer.ray_executor import episode_executor
 
         executor = episode_executor(cfg, rc, rc.env.run_id or default_run_id(rc))
     provider = tracing.start(cfg.run)
     try:
-        summary = await rollout(tasks, policy, rc, executor=executor)
+        with kept_on_full_disk(out_dir):  # trajectories.jsonl is appended as episodes end
+            summary = await rollout(tasks, policy, rc, executor=executor)
     finally:
         await policy.aclose()
         if provider is not None:
@@ -135,8 +152,13 @@ async def run_rollout(cfg: AppConfig, out_dir: Path, console: Console) -> Rollou
     pk = pass_at_ks(results, rc.samples)
     print_summary(summary, console)
     console.print("pass@k: " + ", ".join(f"pass@{k} {v:.1%}" for k, v in pk.items()))
-    write_report(cfg, summary, results, pk, out_dir)
-    console.print(f"report: {out_dir / 'report.html'} (trajectories.jsonl beside it)")
+    with kept_on_full_disk(out_dir):
+        write_report(cfg, summary, results, pk, out_dir)
+    console.print(
+        f"report: {out_dir / 'report.html'} (trajectories.jsonl beside it)",
+        soft_wrap=True,
+        highlight=False,
+    )
     return summary
 
 
@@ -187,22 +209,21 @@ def write_report(
     out_dir: Path,
 ) -> None:
     rows = task_rows(results)
-    chart = report.outcome_chart(
-        [f"{r.task_id} [s{r.sample}]" for r in results],
-        [
-            "infra" if r.status == "infra_error" else "resolved" if r.resolved else "unresolved"
-            for r in results
-        ],
-        [r.timings.total_s for r in results],
-        out_dir / "chart.png",
+    chart = report.outcome_svg(  # counts what the table counts: tasks (samples summed)
+        [r.task_id for r in rows],
+        [r.outcome for r in rows],
+        [r.duration_s for r in rows],
         title=f"patchgym rollout — {cfg.dataset.name}, {summary.policy}",
+        unit="tasks",
     )
-    phases = report.phase_chart(
+    phases = report.phase_svg(
         [f"{r.task_id} [s{r.sample}]" for r in results],
         [r.phases for r in results],
-        out_dir / "phases.png",
         title="where the time went (create/claim, setup, generation, tool calls, grading, close)",
     )
+    write_text(out_dir / "pass_at_k.json", json.dumps({f"pass@{k}": v for k, v in pk.items()}))
+    report.write_svg(chart, out_dir / "chart.svg")
+    report.write_svg(phases, out_dir / "phases.svg")
     sandbox_s = sum(r.sandbox_s for r in results)
     s = summary
     report.write_html(
@@ -227,7 +248,5 @@ def write_report(
         },
         columns=list(TaskRow.model_fields),
         rows=[r.model_dump() for r in rows],
-        chart=chart,
-        more_charts=[phases],
+        charts=[chart, phases],
     )
-    (out_dir / "pass_at_k.json").write_text(json.dumps({f"pass@{k}": v for k, v in pk.items()}))

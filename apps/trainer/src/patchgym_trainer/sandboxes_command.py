@@ -68,9 +68,12 @@ def _num(labels: Mapping[str, str], key: str) -> float | None:
 
 
 def render(backend: str, infos: list[SandboxInfo], console: Console, *, title: str) -> None:
+    """One row per sandbox; the id is never wrapped (it is what `reap` and the engine's own
+    tools take), the other cells fold; the backend is in the title, not a column."""
     now = time.time()
     table = Table(title=title)
-    for col in ("backend", "id", "run", "rollout", "owner", "age", "lease", "state"):
+    table.add_column("id", no_wrap=True, min_width=max((len(i.id) for i in infos), default=2))
+    for col in ("run", "rollout", "owner", "age", "lease", "state"):
         table.add_column(col, overflow="fold")
     for info in infos:
         created = _num(info.labels, L.CREATED_AT)
@@ -85,7 +88,6 @@ def render(backend: str, infos: list[SandboxInfo], console: Console, *, title: s
             )
         )
         table.add_row(
-            backend,
             info.id,
             info.labels.get(L.RUN_ID, "-"),
             info.labels.get(L.ROLLOUT_ID, "-"),

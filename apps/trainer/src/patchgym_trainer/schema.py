@@ -33,7 +33,8 @@ class _Strict(BaseModel):
 class RunConfig(_Strict):
     name: str = "patchgym"
     output_dir: str = "patchgym-runs"
-    """Reports, trajectories and converted datasets go under ``<output_dir>/<command>-<time>``."""
+    """Reports, trajectories and converted datasets go under ``<output_dir>/<run id>``
+    (``<command>-<time>-<hex>``, the id that labels the run's sandboxes)."""
     seed: int = 0
     executor: Literal["local", "ray"] = "local"
     """Where validate / rollout episodes run: this process, or a Ray cluster (``ray.*``)."""

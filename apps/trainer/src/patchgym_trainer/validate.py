@@ -2,7 +2,7 @@
 
 Runs each task of a dataset once per patch kind on the configured backend (a fresh
 sandbox each, through :func:`patchgym_envs.evaluate_patch`), shows a progress bar,
-prints a per-task table and writes ``results.jsonl``, ``chart.png`` and ``report.html``.
+prints a per-task table and writes ``results.jsonl``, ``chart.svg`` and ``report.html``.
 A task *misbehaves* when the gold patch does not resolve it or the empty patch does;
 an infrastructure failure is reported apart (``infra``), never as the task's fault.
 """
@@ -25,6 +25,7 @@ from patchgym_sandbox import SandboxBackend, create_backend
 from patchgym_sandbox import labels as L
 from patchgym_trainer import report
 from patchgym_trainer.datasets import load_dataset
+from patchgym_trainer.outputs import kept_on_full_disk
 from patchgym_trainer.schema import AppConfig
 
 PatchKind = Literal["gold", "empty"]
@@ -46,6 +47,8 @@ class PatchResult(BaseModel):
     rejected: str | None = None
     f2p: str = ""
     p2p: str = ""
+    expected: str = ""
+    """R2E-Gym tasks: tests matching the reference run's recorded outcome (no F2P/P2P lists)."""
     executed_on: str | None = None
     """The Ray node that ran it (``run.executor=ray``)."""
 
@@ -86,6 +89,8 @@ async def evaluate_one(
         outcome = "ok" if verdict.resolved == expected else "misbehaves"
     f2p = f"{verdict.f2p_passed}/{verdict.f2p_total}" if verdict.f2p_total else ""
     p2p = f"{verdict.p2p_passed}/{verdict.p2p_total}" if verdict.p2p_total else ""
+    matched = [t.ok for t in verdict.tests if t.role == "EXPECTED"]
+    expected_tests = f"{sum(matched)}/{len(matched)}" if matched else ""
     return PatchResult(
         task_id=task.id,
         patch=kind,
@@ -99,6 +104,7 @@ async def evaluate_one(
         rejected=verdict.rejected,
         f2p=f2p,
         p2p=p2p,
+        expected=expected_tests,
     )
 
 
@@ -136,17 +142,26 @@ def _cell(r: PatchResult) -> str:
     if r.outcome == "infra":
         word = "infra error"
     tests = " ".join(
-        x for x in (f"F2P {r.f2p}" if r.f2p else "", f"P2P {r.p2p}" if r.p2p else "") if x
+        x
+        for x in (
+            f"F2P {r.f2p}" if r.f2p else "",
+            f"P2P {r.p2p}" if r.p2p else "",
+            f"expected {r.expected}" if r.expected else "",
+        )
+        if x
     )
     return f"{word} ({r.duration_s:.1f}s{', ' + tests if tests else ''})"
 
 
-async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> ValidateSummary:
+async def run_validate(
+    cfg: AppConfig, out_dir: Path, console: Console, *, run_id: str
+) -> ValidateSummary:
+    """Validate ``cfg.dataset``; ``run_id`` labels every sandbox (and is the default
+    output folder's name, so ``sandboxes reap --run`` and the folder agree)."""
     t0 = time.monotonic()
     tasks = load_dataset(cfg.dataset).tasks
     kinds: list[PatchKind] = list(cfg.validate_.patches)
     backend = create_backend(cfg.sandbox)
-    run_id = f"validate-{int(time.time())}"
     sem = asyncio.Semaphore(cfg.validate_.concurrency)
     remote = None
     if cfg.run.executor == "ray":
@@ -157,8 +172,10 @@ async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> Valid
     backend_name = cfg.sandbox.type
     console.print(
         f"validating {len(tasks)} tasks × {'+'.join(kinds)} patch on [bold]{backend_name}[/] "
-        f"(dataset {cfg.dataset.name}, concurrency {cfg.validate_.concurrency}, run {run_id})"
+        f"(dataset {cfg.dataset.name}, concurrency {cfg.validate_.concurrency})",
+        soft_wrap=True,
     )
+    console.print(f"run {run_id} → {out_dir}", soft_wrap=True, highlight=False)
     progress = Progress(
         TextColumn("[bold]validate"),
         BarColumn(),
@@ -204,16 +221,21 @@ async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> Valid
         wall_s=round(time.monotonic() - t0, 2),
     )
     if cfg.validate_.report:
-        write_report(cfg, results, rows, summary, out_dir)
-        console.print(f"report: {out_dir / 'report.html'}  (results.jsonl, chart.png beside it)")
+        with kept_on_full_disk(out_dir):
+            write_report(cfg, results, rows, summary, out_dir)
+        console.print(
+            f"report: {out_dir / 'report.html'}  (results.jsonl, chart.svg beside it)",
+            soft_wrap=True,
+            highlight=False,
+        )
     return summary
 
 
 def print_table(rows: Sequence[TaskResult], console: Console) -> None:
     table = Table(title="validate: gold patch must resolve, empty patch must not")
-    table.add_column("task", no_wrap=True)
+    table.add_column("task", overflow="fold")
     for col in ("outcome", "gold patch", "empty patch", "time"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     style = {"ok": "green", "misbehaves": "bold red", "infra": "yellow"}
     for r in rows:
         table.add_row(
@@ -234,13 +256,20 @@ def write_report(
     out_dir: Path,
 ) -> None:
     report.write_jsonl(results, out_dir / "results.jsonl")
-    chart = report.outcome_chart(
-        [f"{r.task_id} [{r.patch}]" for r in results],
-        [r.outcome for r in results],
-        [r.duration_s for r in results],
-        out_dir / "chart.png",
+    chart = report.outcome_svg(  # counts what the table counts: tasks, not (task, patch) runs
+        [r.task_id for r in rows],
+        [r.outcome for r in rows],
+        [r.duration_s for r in rows],
         title=f"patchgym validate — {cfg.dataset.name} on {cfg.sandbox.type}",
+        unit="tasks",
     )
+    report.write_svg(chart, out_dir / "chart.svg")
+    notes = []
+    if any(r.expected for r in results):
+        notes.append(
+            "expected n/m: R2E-Gym tasks are graded against the outcomes their reference run "
+            "recorded (expected_output_json), so they have no FAIL_TO_PASS/PASS_TO_PASS lists."
+        )
     report.write_html(
         out_dir / "report.html",
         title=f"patchgym validate — {cfg.dataset.name} on {cfg.sandbox.type}",
@@ -255,5 +284,6 @@ def write_report(
         },
         columns=["task_id", "outcome", "gold", "empty", "duration_s", "note"],
         rows=[r.model_dump() for r in rows],
-        chart=chart,
+        charts=[chart],
+        notes=notes,
     )

@@ -194,12 +194,21 @@ def gpus(needed: int) -> Check:
     count = _gpu_count()
     if count >= needed:
         return Check(name="GPU", status="pass", detail=f"{count} CUDA GPUs visible (need {needed})")
+    fix = "run `patchgym train` on a GPU node (or lower train.gpus_per_node)"
+    if count == 0:  # a CPU-only machine: say how to train here at all
+        fix = f"{CPU_ONLY_FIX}, or {fix}"
     return Check(
         name="GPU",
         status="fail",
         detail=f"{count} CUDA GPUs visible on this machine, need {needed} per node",
-        fix="run `patchgym train` on a GPU node (or lower train.gpus_per_node)",
+        fix=fix,
     )
+
+
+CPU_ONLY_FIX = (
+    "on CPU: `patchgym train train.engine=trl preset=cpu_smoke` (TRL; its tiny model is "
+    "built by `python -m patchgym_trainer.tiny_model`)"
+)
 
 
 def _gpu_count() -> int:

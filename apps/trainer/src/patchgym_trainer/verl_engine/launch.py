@@ -139,9 +139,17 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console, *, dry_run: bool = F
     files = prepare_files(cfg, out_dir)
     argv = [sys.executable, "-m", "verl.trainer.main_ppo", *verl_overrides(cfg, files)]
     (out_dir / "command.sh").write_text(" \\\n  ".join(shlex.quote(a) for a in argv) + "\n")
-    console.print(f"verl command written to {out_dir / 'command.sh'}")
+    console.print(
+        f"verl command written to {out_dir / 'command.sh'}", soft_wrap=True, highlight=False
+    )
     if dry_run:
-        console.print(" \\\n  ".join(shlex.quote(a) for a in argv), markup=False, highlight=False)
+        # soft_wrap: one argument per line, never broken inside (copyable at any width)
+        console.print(
+            " \\\n  ".join(shlex.quote(a) for a in argv),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         return 0
     from patchgym_trainer.verl_engine import require_verl
 

@@ -75,23 +75,32 @@ def digest(files: dict[str, bytes]) -> str:
 
 def _git(cwd: Path, *args: str) -> str:
     env = {**os.environ, **GIT_ENV}
-    done = subprocess.run(
-        [
-            "git",
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "core.autocrlf=false",
-            *args,
-        ],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [
+                "git",
+                "-c",
+                "init.defaultBranch=main",
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "core.autocrlf=false",
+                *args,
+            ],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        if shutil.which("git") is not None:
+            raise
+        from patchgym_envs.errors import SetupFailed
+
+        raise SetupFailed(
+            "git is not installed (the bundled tasks are git repositories): apt-get install git"
+        ) from None
     if done.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed in {cwd}: {done.stderr.strip()}")
     return done.stdout.strip()

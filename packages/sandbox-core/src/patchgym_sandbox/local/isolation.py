@@ -30,7 +30,8 @@ ETC_NEVER = frozenset(
 )  # fmt: skip
 FIX = (
     "install bubblewrap (apt-get install bubblewrap) on a kernel with user and mount "
-    "namespaces, or opt out explicitly with isolation: none (no security boundary)"
+    "namespaces, or opt out explicitly (no security boundary): `sandbox.isolation=none` on "
+    "the patchgym command line, `isolation: none` in a sandbox YAML"
 )
 
 

@@ -1,0 +1,95 @@
+"""A full disk is an expected error: ``patchgym validate`` writing its report on a real full
+filesystem (a tiny tmpfs, mounted for the test) exits 4 with one line naming the file it
+could not write and what the output folder kept, and every kept file is whole."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PAGE = 4096
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def fill(disk: Path, leave_pages: int) -> None:
+    """Fill ``disk`` to the last page, then free ``leave_pages`` pages."""
+    filler = disk / "filler"
+    with filler.open("wb", buffering=0) as fh:
+        try:
+            while True:
+                fh.write(b"x" * PAGE)
+        except OSError:
+            pass
+    size = filler.stat().st_size // PAGE * PAGE
+    os.truncate(filler, max(0, size - leave_pages * PAGE))
+
+
+def validate(out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "patchgym_trainer", "validate", "dataset.limit=1",
+         "validate.patches=[gold]", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+        timeout=600,
+    )  # fmt: skip
+
+
+def one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def test_room_for_results_only_keeps_them_whole(tiny_disk: Path) -> None:
+    out = tiny_disk / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n")  # written before the run: never lost
+    fill(tiny_disk, leave_pages=1)  # results.jsonl fits, the chart does not
+    res = validate(out)
+    assert res.returncode == 4, res.stdout + res.stderr
+    line = one_line(res.stderr)
+    assert line.startswith("disk full:") and f"writing {out / 'chart.svg'}" in line
+    assert f"kept in {out}: notes.txt, results.jsonl (each file whole)" in line
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "results.jsonl"]  # no temp
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["outcome"] for r in rows] == ["ok"]
+    assert (out / "notes.txt").read_text() == "mine\n"
+    assert "all 1 tasks behave" not in res.stdout
+
+
+def test_no_room_at_all_says_nothing_was_kept(tiny_disk: Path) -> None:
+    out = tiny_disk / "run"
+    out.mkdir()
+    fill(tiny_disk, leave_pages=0)
+    res = validate(out)
+    assert res.returncode == 4, res.stdout + res.stderr
+    line = one_line(res.stderr)
+    assert f"writing {out / 'results.jsonl'}" in line and f"kept in {out}: nothing" in line
+    assert list(out.iterdir()) == []
