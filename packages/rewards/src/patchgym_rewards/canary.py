@@ -75,12 +75,14 @@ def canary_host(eval_script: str, candidates: list[str]) -> str | None:
         tokens = shlex.split(eval_script, comments=True)
     except ValueError:
         tokens = eval_script.split()
+    runner = next((i for i, t in enumerate(tokens) if "pytest" in t), None)
+    if runner is None:
+        return None
+    tokens = tokens[runner + 1 :]  # pytest's own arguments (``python -m`` is not a selector)
     if any(t in _SELECTORS or t.startswith(("-k=", "-m=", "--deselect=")) for t in tokens):
         return None
     for host in candidates:
-        if not re.fullmatch(r"[\w./-]+\.py", host) or (
-            "/" not in host and not host.startswith("test")
-        ):
+        if not re.fullmatch(r"[\w./-]+\.py", host):
             continue
         if any(t.startswith(f"{host}::") for t in tokens):
             continue
