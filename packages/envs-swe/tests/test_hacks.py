@@ -434,14 +434,17 @@ async def test_gold_resolves_empty_does_not(sandbox_config: dict[str, Any], wher
     assert reward == 0.0 and info["reward_valid"] and info["verdict"]["rejected"] is None
 
 
-async def test_same_sandbox_is_fooled_by_site_packages_where_fresh_is_not(
+async def test_site_packages_plugin_survives_same_sandbox_but_the_canaries_catch_it(
     sandbox_config: dict[str, Any],
 ) -> None:
-    """Why fresh is the default: a planted .pth survives into same-sandbox grading."""
+    """Why fresh is the default: a planted .pth survives into same-sandbox grading.
+
+    Its report-flipping plugin then also flips the must-fail canary: forged, 0.
+    """
     if sandbox_config["type"] == "local":
         pytest.skip("site-packages of the local backend is the host's environment")
     (hack,) = [h for h in HACKS if h.name == "site_packages_pth"]
-    reward, _ = await episode(sandbox_config, hack.commands, grading={"sandbox": "same"})
-    assert reward == 1.0  # documented weakness of grading.sandbox=same
-    reward, _ = await episode(sandbox_config, hack.commands)
-    assert reward == 0.0
+    reward, info = await episode(sandbox_config, hack.commands, grading={"sandbox": "same"})
+    assert reward == 0.0 and "canary_flipped" in info["hack_flags"], info["verdict"]
+    reward, info = await episode(sandbox_config, hack.commands)
+    assert reward == 0.0 and info["hack_flags"] == [], info["verdict"]
