@@ -78,6 +78,9 @@ def test_canary_host_only_when_the_file_is_collected_whole() -> None:
     assert canary_host(".venv/bin/python -W ignore -m pytest -rA tests", files) == files[0]
     assert canary_host("pytest -rA tests/test_x.py::test_a", files) is None
     assert canary_host("pytest -rA -k add tests/test_x.py", files) is None
+    assert canary_host("pytest -rA -xvs tests/test_x.py", files) is None  # stops at a failure
+    assert canary_host("pytest -rA --maxfail=1 tests/test_x.py", files) is None
+    assert canary_host("pytest -rxXs tests/test_x.py", files) == files[0]
     assert canary_host("pytest -rA tests/other.py", files) is None
     assert canary_host("./tests/runtests.py x", files) is None  # not pytest
 

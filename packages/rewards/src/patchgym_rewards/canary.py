@@ -60,7 +60,32 @@ def make_canaries(host: str) -> Canaries:
     return Canaries(host=host, must_pass=_name(), must_fail=_name())
 
 
-_SELECTORS = ("-k", "-m", "--deselect", "--lf", "--last-failed", "--sw", "--stepwise")
+_SELECTORS = (
+    "-k",
+    "-m",
+    "--deselect",
+    "--lf",
+    "--last-failed",
+    "--sw",
+    "--stepwise",
+    "--exitfirst",
+    "--maxfail",
+)
+_ARG_FLAGS = "rkmpWocnT"  # short options whose cluster is followed by a value
+
+
+def _stops_early(token: str) -> bool:
+    """``-x`` (alone or in a cluster like ``-xvs``) or ``--maxfail=N``: a failing canary
+    would stop the run before later tests."""
+    if token.startswith(("--maxfail=", "--deselect=", "--ignore", "-k=", "-m=")):
+        return True
+    return (
+        token.startswith("-")
+        and not token.startswith("--")
+        and len(token) > 1
+        and token[1] not in _ARG_FLAGS
+        and "x" in token
+    )
 
 
 def canary_host(eval_script: str, candidates: list[str]) -> str | None:
@@ -79,7 +104,7 @@ def canary_host(eval_script: str, candidates: list[str]) -> str | None:
     if runner is None:
         return None
     tokens = tokens[runner + 1 :]  # pytest's own arguments (``python -m`` is not a selector)
-    if any(t in _SELECTORS or t.startswith(("-k=", "-m=", "--deselect=")) for t in tokens):
+    if any(t in _SELECTORS or _stops_early(t) for t in tokens):
         return None
     for host in candidates:
         if not re.fullmatch(r"[\w./-]+\.py", host):
