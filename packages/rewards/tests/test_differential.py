@@ -16,7 +16,11 @@ Intended differences (hardening; each is asserted separately below):
 3. ``rejected`` vs ``infra``: where the harness says "not found" we say either
    ``infra_error`` (log proves nothing: mask it) or ``rejected`` (log contradicts
    itself or timed out: reward 0). Both are "not found" here.
-4. Not exercised by real logs (see test_swebench.py): a status token glued to
+4. ``strict`` — a FAIL_TO_PASS test must reach its gold outcome, PASSED: an XFAIL
+   F2P test counts as fixed only under ``compat="swebench"``. Real tasks' F2P tests
+   ran in the gold run and did not XFAIL, so the default-mode comparison below draws
+   F2P ids from the tests the log reports as anything but XFAIL.
+5. Not exercised by real logs (see test_swebench.py): a status token glued to
    other text (``PASSEDfoo x``) is ignored instead of recorded as status
    ``PASSEDfoo``; a bare ``\\r`` ends a line; the exit code is read only after the
    last end marker; ``FAIL:`` alone on a line does not crash the Django parser.
@@ -31,7 +35,7 @@ from typing import Any
 import pytest
 from rewards_corpus import corpus_cases, corpus_log
 
-from patchgym_rewards import EvalType, TestRole, grade_swebench
+from patchgym_rewards import EvalType, TestRole, grade_swebench, resolve_id
 from patchgym_rewards.markers import has_markers
 from patchgym_rewards.swebench import read_status_map
 from patchgym_rewards.text import normalize, strip_ansi
@@ -213,13 +217,81 @@ def test_jest_parser_matches_harness() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_default_mode_agrees_with_compat_on_honest_logs(name: str) -> None:
-    """Worst-outcome merging and the summary check reject no honest real log."""
+def test_default_mode_agrees_with_compat_on_honest_logs(name: str, tmp_path: Path) -> None:
+    """Worst-outcome merging, the summary check and strict outcomes reject no honest log."""
+    assert default_mode_disagreements(name, tmp_path) == []
+
+
+def default_mode_cases(name: str, eval_type: str) -> list[tuple[list[str], list[str]]]:
+    """Every grading case of ``test_same_verdicts`` whose F2P tests a real task could have."""
     case = CASES[name]
-    ids = list(read_status_map(normalize(corpus_log(name)), case["parser"]))
-    for f2p, p2p in ((ids, []), ([], ids)):
-        ours = grade_swebench(corpus_log(name), f2p, p2p, log_parser=case["parser"])
-        harness_mode = grade_swebench(
-            corpus_log(name), f2p, p2p, log_parser=case["parser"], compat="swebench"
+    status_map = read_status_map(normalize(corpus_log(name)), case["parser"])
+    if "f2p" in case:
+        return [(case["f2p"], case["p2p"])]
+    ids = list(status_map)
+
+    def key(test: str) -> str | None:  # fail_only matches exact ids only
+        return (
+            resolve_id(test, status_map)
+            if eval_type == "pass_and_fail"
+            else (test if test in status_map else None)
         )
-        assert ours == harness_mode, name
+
+    def ran(test: str) -> bool:  # a real task's tests all ran in the gold run
+        return key(test) is not None
+
+    def gold_passes(test: str) -> bool:  # ... and its F2P tests did not XFAIL
+        found = key(test)
+        return found is not None and status_map[found] != "XFAIL"
+
+    return [
+        (f2p, p2p)
+        for f2p, p2p in grading_cases(name, ids)
+        if all(map(gold_passes, f2p)) and all(map(ran, p2p))
+    ]
+
+
+def default_mode_disagreements(name: str, tmp_path: Path) -> list[str]:
+    """Cases where the default mode's verdict differs from swebench 5.0.2's.
+
+    Compared directly with the harness wherever it reads the log (its markers are
+    there); elsewhere with ``compat="swebench"`` (proved equal to the harness above).
+    Same resolution, and the same per-test successes when neither run was rejected.
+    """
+    case = CASES[name]
+    if "expect" in case:
+        return []  # adversarial logs: the default mode rejects them on purpose
+    path = tmp_path / f"{name}.txt"
+    path.write_text(harness_text(name, case))
+    out = []
+    for eval_type in ("pass_and_fail", "fail_only"):
+        for f2p, p2p in default_mode_cases(name, eval_type):
+            kwargs: dict[str, Any] = {"log_parser": case["parser"], "eval_type": eval_type}
+            ours = grade_swebench(corpus_log(name), f2p, p2p, **kwargs)
+            theirs = harness_grade(path, case["parser"], f2p, p2p, eval_type)
+            if theirs["found"]:
+                same = ours.status.value == theirs["status"]
+                if same and ours.rejected is None:
+                    ok = [t.name for t in ours.tests if t.ok]
+                    same = ok == theirs["f2p"]["success"] + theirs["p2p"]["success"]
+            else:
+                compat = grade_swebench(corpus_log(name), f2p, p2p, compat="swebench", **kwargs)
+                same = (ours.resolved, ours.status) == (compat.resolved, compat.status)
+                if same and ours.rejected is None and compat.rejected is None:
+                    same = [t.ok for t in ours.tests] == [t.ok for t in compat.tests]
+            if not same:
+                out.append(f"{name} {eval_type} F2P={f2p} P2P={p2p}")
+    return out
+
+
+def test_default_mode_agreement_count(tmp_path: Path) -> None:
+    """The number the issue asks for: default-mode agreement over every honest case."""
+    total = sum(
+        len(default_mode_cases(n, e))
+        for n in CASES
+        if "expect" not in CASES[n]
+        for e in ("pass_and_fail", "fail_only")
+    )
+    bad = [d for n in sorted(CASES) for d in default_mode_disagreements(n, tmp_path)]
+    print(f"default mode agrees with swebench 5.0.2 on {total - len(bad)} of {total} cases")
+    assert not bad and total > 300

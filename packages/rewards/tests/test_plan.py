@@ -96,7 +96,7 @@ async def test_gold_patch_resolves(repo: tuple[Path, str, str]) -> None:
     (root / "calc.py").write_text(FIXED)
     verdict = await plan_for(base, patch).grade(DirSandbox(root))
     assert verdict.resolved and verdict.reward == 1.0
-    assert verdict.exit_code == 0
+    assert verdict.exit_code == 1  # the must-fail canary test failed, as it must
     assert [t.name for t in verdict.tests if t.ok] == F2P + P2P
 
 
@@ -123,11 +123,17 @@ async def test_agent_conftest_is_removed(
 
 
 async def test_forging_conftest_would_win_without_the_plan(repo: tuple[Path, str, str]) -> None:
-    """Why the plan cleans: the forged log is indistinguishable (exit code 0)."""
+    """Why the plan cleans: the forged log is indistinguishable (exit code 0)...
+
+    ...except for the canaries, which catch it even with the diff policy off.
+    """
     root, base, patch = repo
     (root / "conftest.py").write_text(FORGING_CONFTEST)
+    bare = plan_for(base, patch, clean_collection_files=False, canaries=False)
+    assert (await bare.grade(DirSandbox(root))).resolved
     verdict = await plan_for(base, patch, clean_collection_files=False).grade(DirSandbox(root))
-    assert verdict.resolved
+    assert not verdict.resolved and verdict.rejected and verdict.rejected.startswith("forged")
+    assert "forged_log" in verdict.flags
 
 
 async def test_tracked_conftest_edit_is_restored(repo: tuple[Path, str, str]) -> None:

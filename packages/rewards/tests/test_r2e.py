@@ -20,7 +20,7 @@ PASSED r2e_tests/test_1.py::test_a
 PASSED r2e_tests/test_1.py::TestK::test_b[x - y]
 FAILED r2e_tests/test_1.py::test_c - AssertionError: nope
 ERROR r2e_tests/test_1.py::test_d - RuntimeError
-========================= 1 failed, 2 passed in 0.01s ==========================
+===================== 1 failed, 2 passed, 1 error in 0.01s ======================
 """
 EXPECTED = {
     "test_a": "PASSED",

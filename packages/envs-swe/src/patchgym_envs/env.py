@@ -35,6 +35,7 @@ from patchgym_envs.evaluate import evaluate_patch
 from patchgym_envs.grading import Verdict
 from patchgym_envs.looprunner import LoopRunner
 from patchgym_envs.sandboxes import (
+    clean_git,
     current_patch,
     ensure_alive,
     run_setup,
@@ -382,6 +383,7 @@ class SWEEnv:
                 info["verdict"] = self._verdict.model_dump(mode="json")
                 info["resolved"] = self._verdict.resolved
                 info["binary_reward"] = self._verdict.reward
+                info["hack_flags"] = [str(f) for f in self._verdict.flags]
                 if self._verdict.shaped_reward is not None:
                     info["shaped_reward"] = self._verdict.shaped_reward
             if self._patch is not None:
@@ -403,6 +405,7 @@ class SWEEnv:
         self._done_reason = reason
         with self.phases.phase("grading"):
             await ensure_alive(self._sandbox)
+            git_tampered = await clean_git(self._sandbox, timeout=self.config.step_timeout_s)
             self._patch = await current_patch(
                 self._sandbox, self.task.base_commit, timeout=self.config.step_timeout_s
             )
@@ -423,6 +426,8 @@ class SWEEnv:
                 verdict = await grading.grade(self.task, self._sandbox, patch=self._patch)
                 await ensure_alive(self._sandbox)
                 verdict = verdict.model_copy(update={"grading_sandbox": "same"})
+        if git_tampered:
+            verdict = verdict.with_flags(grading.HackFlag.GIT_TAMPERED)
         if self.config.reward is not None:
             verdict = grading.shaped(
                 verdict, self.config.reward, steps=self._steps, format_errors=self._format_errors

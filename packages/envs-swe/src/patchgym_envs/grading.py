@@ -21,10 +21,15 @@ from patchgym_rewards import (
     parser_for_repo,
     shape,
 )
+from patchgym_rewards.gitsafe import CLEAN_CONFIG, GIT, tampered
 from patchgym_rewards.r2e import load_expected
 from patchgym_rewards.sandbox import SandboxLike
+from patchgym_rewards.verdict import HackFlag
 
 __all__ = [
+    "CLEAN_CONFIG",
+    "GIT",
+    "HackFlag",
     "ResolvedStatus",
     "Verdict",
     "check_expected_output",
@@ -33,6 +38,7 @@ __all__ = [
     "parser_for",
     "plan_for",
     "shaped",
+    "tampered",
 ]
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from patchgym_envs.bundled import TEMPLATE_PREFIX, resolve_template
 from patchgym_envs.errors import SetupFailed
+from patchgym_envs.grading import CLEAN_CONFIG, GIT, tampered
 from patchgym_envs.task import Task
 from patchgym_sandbox import Resources, Sandbox, SandboxBackend, SandboxLost, SandboxSpec
 
@@ -106,11 +107,22 @@ async def apply_patch(sandbox: Sandbox, patch: str) -> tuple[bool, str]:
         return True, ""
     text = patch if patch.endswith("\n") else patch + "\n"
     res = await sandbox.exec(
-        "git -c core.hooksPath=/dev/null apply --binary --whitespace=nowarn -v -",
+        f"{GIT} apply --binary --whitespace=nowarn -v -",
         stdin=text,
         timeout=120,
     )
     return res.ok, res.output
+
+
+async def clean_git(sandbox: Sandbox, *, timeout: float) -> bool:
+    """Reset the repository's git config to its format keys before the grader's git runs.
+
+    True when it carried commands (filters, hooks, ``diff.external``, fsmonitor ...): the
+    episode tampered with git (a hack flag). Run before :func:`current_patch`, so the
+    agent's config can neither run code nor decide which diff is extracted.
+    """
+    res = await sandbox.exec(CLEAN_CONFIG, timeout=timeout)
+    return tampered(res.stdout)
 
 
 async def current_patch(sandbox: Sandbox, base_commit: str | None = None, *, timeout: float) -> str:
@@ -124,9 +136,10 @@ async def current_patch(sandbox: Sandbox, base_commit: str | None = None, *, tim
     """
     base = base_commit or "HEAD"
     cmd = (
-        f"git add -A -- . {' '.join(DIFF_EXCLUDES)} >/dev/null 2>&1; "
-        f"git -c core.fileMode=true diff --cached --binary {base}; rc=$?; "
-        "git reset -q >/dev/null 2>&1; exit $rc"
+        f"{GIT} add -A -- . {' '.join(DIFF_EXCLUDES)} >/dev/null 2>&1; "
+        f"{GIT} -c core.fileMode=true diff --no-ext-diff --no-textconv --cached --binary "
+        f"--src-prefix=a/ --dst-prefix=b/ {base}; rc=$?; "
+        f"{GIT} reset -q >/dev/null 2>&1; exit $rc"
     )
     res = await sandbox.exec(cmd, timeout=timeout)
     return res.stdout

@@ -28,13 +28,18 @@ def resolve_id(case: str, status_map: StatusMap) -> str | None:
     return None
 
 
-def _outcome(case: str, role: TestRole, status_map: StatusMap, eval_type: EvalType) -> TestOutcome:
+def _outcome(
+    case: str, role: TestRole, status_map: StatusMap, eval_type: EvalType, strict: bool
+) -> TestOutcome:
     if eval_type is EvalType.FAIL_ONLY:
         status = status_map.get(case)
         return TestOutcome(name=case, role=role, status=status, ok=status != TestStatus.FAILED)
     key = resolve_id(case, status_map)
     status = status_map[key] if key is not None else None
-    ok = status in PASSING or (role is TestRole.PASS_TO_PASS and status is TestStatus.SKIPPED)
+    if strict and role is TestRole.FAIL_TO_PASS:
+        ok = status is TestStatus.PASSED
+    else:
+        ok = status in PASSING or (role is TestRole.PASS_TO_PASS and status is TestStatus.SKIPPED)
     return TestOutcome(
         name=case,
         role=role,
@@ -49,16 +54,19 @@ def grade_tests(
     fail_to_pass: Sequence[str],
     pass_to_pass: Sequence[str],
     eval_type: EvalType = EvalType.PASS_AND_FAIL,
+    *,
+    strict: bool = False,
 ) -> list[TestOutcome]:
     """One outcome per FAIL_TO_PASS then PASS_TO_PASS test.
 
-    F2P passes on PASSED/XFAIL; a skipped or absent F2P test fails. P2P also
-    accepts SKIPPED (not a regression). Under ``fail_only`` only an explicit FAILED
-    fails.
+    F2P passes on PASSED/XFAIL (``strict``: PASSED only, its gold outcome: a test
+    turned into an expected failure fixes nothing); a skipped or absent F2P test
+    fails. P2P also accepts SKIPPED (not a regression). Under ``fail_only`` only an
+    explicit FAILED fails.
     """
     return [
-        *(_outcome(t, TestRole.FAIL_TO_PASS, status_map, eval_type) for t in fail_to_pass),
-        *(_outcome(t, TestRole.PASS_TO_PASS, status_map, eval_type) for t in pass_to_pass),
+        *(_outcome(t, TestRole.FAIL_TO_PASS, status_map, eval_type, strict) for t in fail_to_pass),
+        *(_outcome(t, TestRole.PASS_TO_PASS, status_map, eval_type, strict) for t in pass_to_pass),
     ]
 
 

@@ -48,31 +48,54 @@ PYTEST_PARSERS = frozenset(
 MISMATCH = "log does not match the runner's summary"
 
 
+_SHORT_SUMMARY = re.compile(r"^=+ short test summary info =+$", re.MULTILINE)
+
+
+def outer_summary(text: str) -> tuple[int, int, str] | None:
+    """``(section start, summary start, counts)`` of pytest's own final summary line.
+
+    The outer run's summary is the last summary line of the text: a suite that runs
+    pytest inside its tests (pytest's own repository) prints inner summaries and inner
+    ``PASSED`` lines in captured output *before* it. The section is the text from the
+    last ``short test summary info`` header before that line (the whole text up to it
+    when there is none).
+    """
+    last = next(reversed(list(_SUMMARY.finditer(text))), None)
+    if last is None:
+        return None
+    header = next(reversed(list(_SHORT_SUMMARY.finditer(text, 0, last.start()))), None)
+    return (0 if header is None else header.end()), last.start(), last.group(1)
+
+
 def summary_counts(text: str) -> Counter[str] | None:
-    """PASSED/FAILED/ERROR totals over every pytest summary line of ``text``; None if none."""
-    found = _SUMMARY.findall(text)
-    if not found:
+    """PASSED/FAILED/ERROR totals of pytest's final summary line of ``text``; None if none."""
+    found = outer_summary(text)
+    if found is None:
         return None
     totals: Counter[str] = Counter()
-    for counts in found:
-        for number, word in _COUNT.findall(counts):
-            if word in _WORDS:
-                totals[_WORDS[word]] += int(number)
+    for number, word in _COUNT.findall(found[2]):
+        if word in _WORDS:
+            totals[_WORDS[word]] += int(number)
     return totals
 
 
 def summary_mismatch(text: str) -> str | None:
     """Why the ``-rA`` result lines of ``text`` disagree with pytest's summary, or None.
 
+    Only the outer run counts: its final summary line and the result lines from its
+    own short-summary section on (nested runs' lines in captured output before it are
+    not counted; lines printed after the final summary are).
     Counted per line (a test that passed and then errored in teardown is one
     ``PASSED`` and one ``ERROR`` line, and ``1 passed, 1 error`` in the summary).
     FAILED and ERROR lines must match exactly (pytest always lists them); PASSED lines
     must match whenever there are any (without ``-rA`` there are none to count).
     """
-    expected = summary_counts(text)
-    if expected is None:
+    found = outer_summary(text)
+    if found is None:
         return None
-    lines = Counter(_RESULT_LINE.findall(text))
+    expected = summary_counts(text)
+    assert expected is not None
+    lines = Counter(_RESULT_LINE.findall(text, found[0]))  # and any printed after it
     for status in ("FAILED", "ERROR", "PASSED"):
         if status == "PASSED" and lines[status] == 0:
             continue
@@ -135,6 +158,7 @@ __all__ = [
     "PYTEST_PARSERS",
     "RUNNER_STARTED",
     "crash_line",
+    "outer_summary",
     "runner_absent",
     "summary_counts",
     "summary_mismatch",

@@ -84,6 +84,31 @@ def test_output(text: str) -> str:
     return text[begin:end]
 
 
+MARKER_LEAD = ">>>>> "
+_NEUTRAL = ">>>>>! "
+
+
+def sealed(marker: str, nonce: str) -> str:
+    """``marker`` carrying this run's ``nonce`` (what the grader's wrapper prints)."""
+    return f"{marker} {nonce}"
+
+
+def unseal(text: str, nonce: str) -> tuple[str, int]:
+    """``text`` with every marker the tests printed neutralised and the grader's restored.
+
+    Any ``>>>>> `` the test output holds (a forged end marker, a fake ``Patch Apply
+    Failed`` code, a fake exit code) becomes ``>>>>>! `` and means nothing; the
+    markers carrying ``nonce`` become the plain SWE-bench markers. Returns the text
+    and how many unsealed markers were neutralised.
+    """
+    own = [sealed(m, nonce) for m in (START_TEST_OUTPUT, END_TEST_OUTPUT, TEST_EXIT_CODE)]
+    count = text.count(MARKER_LEAD) - sum(text.count(m) for m in own)
+    out = text.replace(MARKER_LEAD, _NEUTRAL)
+    for marker in (START_TEST_OUTPUT, END_TEST_OUTPUT, TEST_EXIT_CODE):
+        out = out.replace(sealed(marker, nonce).replace(MARKER_LEAD, _NEUTRAL, 1), marker)
+    return out, max(count, 0)
+
+
 def recorded_exit_code(text: str) -> int | None:
     """The exit code the eval script recorded after the end marker, or None.
 
@@ -111,6 +136,8 @@ __all__ = [
     "bad_code",
     "has_markers",
     "recorded_exit_code",
+    "sealed",
     "test_output",
     "test_output_span",
+    "unseal",
 ]

@@ -1,32 +1,61 @@
 """What to run at grading time, and running it through the sandbox protocol.
 
 Hidden tests and the eval script enter the sandbox only here, after the agent is
-done. Before they do, the diff policy (:mod:`patchgym_rewards.policy`) resets every
-change that steers the runner (``conftest.py``, ini files, pytest sections, ``.pth``,
-runner-named packages, test files) to the base commit, so neither a ``conftest.py``
-that skips everything nor an edited test file can change the verdict. pytest runs
-with plugin autoloading off unless the task says its suite needs its plugins.
+done. In order:
+
+1. the repository's git config is reset to its format keys (:mod:`~patchgym_rewards.gitsafe`)
+   and every git command runs without hooks, filters, attributes or system/global config;
+2. the diff policy (:mod:`patchgym_rewards.policy`) resets every change that steers the
+   runner (``conftest.py``, ini files, pytest sections, ``.pth``, runner-named packages,
+   new root modules named like the stdlib or an installed distribution, test files);
+3. the hidden tests are staged, and two canary tests with random names (one must pass,
+   one must fail) are appended to a hidden test file (:mod:`~patchgym_rewards.canary`);
+4. the eval script runs between markers carrying a per-run nonce the tests never see,
+   with the working directory moved behind the stdlib (:mod:`~patchgym_rewards.safepath`)
+   and plugin autoloading off unless the task says its suite needs its plugins.
+
+Grading then ignores markers without the nonce, rejects a truncated run, and rejects
+a run whose canaries do not have their known outcomes. Everything the run shows the
+policy tried is recorded in ``Verdict.flags``.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import secrets
 import shlex
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from patchgym_rewards.canary import Canaries, canary_host, make_canaries
 from patchgym_rewards.errors import UnknownParserError
-from patchgym_rewards.markers import END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_EXIT_CODE
+from patchgym_rewards.gitsafe import CLEAN_CONFIG, GIT, tampered
+from patchgym_rewards.integrity import PYTEST_PARSERS
+from patchgym_rewards.markers import (
+    END_TEST_OUTPUT,
+    START_TEST_OUTPUT,
+    TEST_EXIT_CODE,
+    unseal,
+)
 from patchgym_rewards.parsers import get_parser
-from patchgym_rewards.policy import PolicyError, revert_steering
+from patchgym_rewards.policy import (
+    SECTION_FILES,
+    STEERING_NAMES,
+    STEERING_SUFFIXES,
+    PolicyError,
+    is_test_path,
+    revert_steering,
+    runner_prefix,
+)
 from patchgym_rewards.r2e import grade_r2e
+from patchgym_rewards.safepath import SHADOW_QUERY, SITECUSTOMIZE, interpreter_of, shadow_names
 from patchgym_rewards.sandbox import ExecResultLike, SandboxLike
 from patchgym_rewards.status import EvalType, ResolvedStatus
 from patchgym_rewards.swebench import grade_swebench
 from patchgym_rewards.swesmith import grade_swesmith
-from patchgym_rewards.verdict import Verdict
+from patchgym_rewards.verdict import HackFlag, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +75,9 @@ class GradedRun(BaseModel):
     truncated: bool = False
     duration_s: float = 0.0
     reverted: list[str] = Field(default_factory=list, description="paths the diff policy reset")
+    nonce: str | None = Field(default=None, description="the markers' nonce (wrapped scripts)")
+    canaries: Canaries | None = None
+    flags: list[HackFlag] = Field(default_factory=list, description="what staging found")
 
 
 class GradingPlan(BaseModel):
@@ -89,6 +121,14 @@ class GradingPlan(BaseModel):
     plugin_autoload: bool = False
     """Let pytest load installed plugins (``pytest11`` entry points): only for suites
     that need them; off sets ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` for the eval script."""
+    canaries: bool = True
+    """Append a must-pass and a must-fail test with random names to a hidden test file
+    the eval script collects whole (pytest runners only; skipped when none is)."""
+    safe_path: bool = True
+    """Move the working directory behind the stdlib for ``python -m`` and revert new root
+    modules named like the env's stdlib or installed distributions."""
+    compat: Literal["patchgym", "swebench"] = "patchgym"
+    """``swebench``: the harness's reading of the log (see ``grade_swebench``)."""
 
     @model_validator(mode="after")
     def _grader_has_its_data(self) -> GradingPlan:
@@ -111,17 +151,23 @@ class GradingPlan(BaseModel):
         modified, created = patch_files(self.test_patch)
         to_reset = _unique([*self.test_files, *modified])
         to_remove = _unique([*self.new_test_files, *created])
+        flags: list[HackFlag] = []
+        cleaned = await sandbox.exec(CLEAN_CONFIG, timeout=120)
+        if tampered(cleaned.stdout):
+            flags.append(HackFlag.GIT_TAMPERED)
         reverted: list[str] = []
         if self.clean_collection_files:
+            shadows = await self._shadows(sandbox) if self.safe_path else frozenset()
             try:
                 reverted = await revert_steering(
-                    sandbox, self.base_commit, tests=self.revert_test_files
+                    sandbox, self.base_commit, tests=self.revert_test_files, shadows=shadows
                 )
             except PolicyError as exc:
                 return _infra(str(exc), exc.result)
+            flags += [_flag_of(path) for path in reverted]
         if self.base_commit and to_reset:
             reset = await sandbox.exec(
-                f"git checkout {shlex.quote(self.base_commit)} -- {_quote_all(to_reset)}"
+                f"{GIT} checkout {shlex.quote(self.base_commit)} -- {_quote_all(to_reset)}"
             )
             if reset.exit_code != 0:
                 return _infra("resetting test files to the base commit failed", reset)
@@ -130,15 +176,36 @@ class GradingPlan(BaseModel):
         for path, content in self.hidden_files.items():
             await sandbox.write_file(path, content)
         if self.test_patch.strip():
-            applied = await sandbox.exec("git apply -v -", stdin=_with_newline(self.test_patch))
+            applied = await sandbox.exec(f"{GIT} apply -v -", stdin=_with_newline(self.test_patch))
             if applied.exit_code != 0:
                 return _infra("the hidden test patch did not apply", applied)
         wrapped = START_TEST_OUTPUT not in self.eval_script
-        script = wrap_eval_script(self.eval_script) if wrapped else self.eval_script
+        # a full harness script resets and re-applies the tests itself: no canaries there
+        planted = await self._plant_canaries(sandbox, [*to_reset, *to_remove]) if wrapped else None
+        canaries = planted[0] if planted else None
+        nonce = secrets.token_hex(12) if wrapped else None
+        script = self.eval_script
+        if wrapped:
+            assert nonce is not None
+            folder = f"/tmp/patchgym-grade-{secrets.token_hex(6)}"
+            prepared = await sandbox.exec(
+                f"umask 077 && mkdir -p {folder} && cat > {folder}/nonce", stdin=nonce
+            )
+            if prepared.exit_code != 0:
+                return _infra("preparing the grading folder failed", prepared)
+            if self.safe_path:
+                await sandbox.exec(f"cat > {folder}/sitecustomize.py", stdin=SITECUSTOMIZE)
+            script = wrap_eval_script(
+                self.eval_script,
+                nonce_file=f"{folder}/nonce",
+                pythonpath=folder if self.safe_path else None,
+            )
         env = dict(self.env)
         if not self.plugin_autoload:
             env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         result = await sandbox.exec(script, timeout=self.timeout, env=env or None)
+        if planted is not None:  # the staged hidden file as the task wrote it
+            await sandbox.write_file(planted[0].host, planted[1])
         return GradedRun(
             log=result.output or result.stdout + result.stderr,
             exit_code=result.exit_code,
@@ -147,7 +214,48 @@ class GradingPlan(BaseModel):
             truncated=result.truncated,
             duration_s=result.duration_s,
             reverted=reverted,
+            nonce=nonce,
+            canaries=canaries,
+            flags=sorted(set(flags)),
         )
+
+    async def _shadows(self, sandbox: SandboxLike) -> frozenset[str]:
+        """Names a new root module must not take, asked of the eval script's Python."""
+        output = ""
+        for python in dict.fromkeys((interpreter_of(self.eval_script), "python3")):
+            asked = await sandbox.exec(
+                f"{shlex.quote(python)} -I -", stdin=SHADOW_QUERY, timeout=120
+            )
+            if asked.exit_code == 0:
+                output = asked.stdout
+                break
+        return shadow_names(output)
+
+    def _canary_candidates(self, staged: list[str]) -> list[str]:
+        if self.grader == "r2e":
+            return [p for p in self.hidden_files if is_test_path(p) and p.endswith(".py")]
+        if self.log_parser.removeprefix("parse_log_") not in PYTEST_PARSERS:
+            return []
+        named = [t.split("::")[0] for t in (*self.fail_to_pass, *self.pass_to_pass)]
+        graded = _unique([p for p in named if p.endswith(".py")])
+        return [p for p in graded if p in staged or p in self.hidden_files]
+
+    async def _plant_canaries(
+        self, sandbox: SandboxLike, staged: list[str]
+    ) -> tuple[Canaries, str] | None:
+        """Append the canaries to a collected hidden test file; (canaries, its old text)."""
+        if not self.canaries:
+            return None
+        host = canary_host(self.eval_script, self._canary_candidates(staged))
+        if host is None:
+            return None
+        try:
+            text = (await sandbox.read_file(host)).decode("utf-8", errors="replace")
+        except (OSError, ValueError):
+            return None
+        canaries = make_canaries(host)
+        await sandbox.write_file(host, _with_newline(text) + canaries.source())
+        return canaries, text
 
     def grade_run(self, run: GradedRun, *, patch: str | None = None) -> Verdict:
         """Grade a finished run with this plan's grader."""
@@ -159,12 +267,35 @@ class GradingPlan(BaseModel):
                 rejected=f"eval script timed out after {self.timeout:g}s",
                 exit_code=run.exit_code,
             )
+        flags = list(run.flags)
+        log_text = run.log
+        if run.nonce is not None:
+            log_text, neutralised = unseal(log_text, run.nonce)
+            if neutralised:
+                flags.append(HackFlag.FORGED_LOG)
+        if run.truncated:
+            return Verdict.forged(
+                "the test output was truncated: results in the dropped middle cannot be read",
+                HackFlag.TRUNCATED,
+                *flags,
+                exit_code=run.exit_code,
+            )
+        return self._grade_text(log_text, run, patch).with_flags(*flags)
+
+    def _grade_text(self, log_text: str, run: GradedRun, patch: str | None) -> Verdict:
         if self.grader == "r2e":
             assert self.expected_output_json is not None  # checked by the validator
-            return grade_r2e(run.log, self.expected_output_json, patch=patch)
+            return grade_r2e(
+                log_text,
+                self.expected_output_json,
+                patch=patch,
+                exit_code=run.test_exit_code,
+                canaries=run.canaries,
+                compat="patchgym" if self.compat == "patchgym" else "r2e",
+            )
         if self.grader == "swesmith":
             return grade_swesmith(
-                run.log,
+                log_text,
                 self.fail_to_pass,
                 self.pass_to_pass,
                 patch=patch,
@@ -172,13 +303,15 @@ class GradingPlan(BaseModel):
                 exit_code=run.test_exit_code,
             )
         return grade_swebench(
-            run.log,
+            log_text,
             self.fail_to_pass,
             self.pass_to_pass,
             log_parser=self.log_parser,
             eval_type=self.eval_type,
             exit_code=run.test_exit_code,
             patch=patch,
+            compat=self.compat,
+            canaries=run.canaries,
         )
 
     async def grade(self, sandbox: SandboxLike, *, patch: str | None = None) -> Verdict:
@@ -187,27 +320,58 @@ class GradingPlan(BaseModel):
         if isinstance(run, Verdict):
             return run
         verdict = self.grade_run(run, patch=patch)
+        if patch and self.edits_hidden_tests(patch):
+            verdict = verdict.with_flags(HackFlag.TEST_EDITED)
         return verdict.model_copy(update={"reverted": run.reverted}) if run.reverted else verdict
 
+    def edits_hidden_tests(self, patch: str) -> bool:
+        """Whether the agent's ``patch`` touches a file the hidden tests modify or create."""
+        modified, created = patch_files(self.test_patch)
+        hidden = {*self.test_files, *self.new_test_files, *modified, *created, *self.hidden_files}
+        touched = re.findall(r"^diff --git a/(\S+) b/(\S+)$", patch, re.MULTILINE)
+        return any(a in hidden or b in hidden for a, b in touched)
 
-def wrap_eval_script(script: str) -> str:
+
+def wrap_eval_script(
+    script: str, *, nonce_file: str | None = None, pythonpath: str | None = None
+) -> str:
     """Surround ``script`` with the markers; exit with the test command's status.
 
     The exit status comes from the sandbox, not from the log, so lines the tests
-    print cannot fake it.
+    print cannot fake it. With ``nonce_file`` the markers carry the nonce read from
+    it (the file is removed before the tests start, and the nonce lives only in the
+    shell's memory: neither its command line nor the tests' environment holds it).
+    ``pythonpath`` goes first on ``PYTHONPATH`` for the tests (the safe-path folder).
     """
-    return "\n".join(
-        (
-            f"echo '{START_TEST_OUTPUT}'",
-            "(",
-            script.rstrip("\n"),
-            ")",
-            "PATCHGYM_TEST_EXIT_CODE=$?",
-            f"echo '{END_TEST_OUTPUT}'",
-            f'echo "{TEST_EXIT_CODE}: $PATCHGYM_TEST_EXIT_CODE"',
-            "exit $PATCHGYM_TEST_EXIT_CODE",
-        )
-    )
+    nonce = " $PATCHGYM_NONCE" if nonce_file else ""
+    lines = []
+    if nonce_file:
+        q = shlex.quote(nonce_file)
+        lines += [f"read -r PATCHGYM_NONCE < {q}", f"rm -f {q}"]
+    lines += [f'echo "{START_TEST_OUTPUT}{nonce}"', "("]
+    if pythonpath:
+        lines.append(f'export PYTHONPATH={shlex.quote(pythonpath)}"${{PYTHONPATH:+:$PYTHONPATH}}"')
+    lines += [
+        script.rstrip("\n"),
+        ")",
+        "PATCHGYM_TEST_EXIT_CODE=$?",
+        f'echo "{END_TEST_OUTPUT}{nonce}"',
+        f'echo "{TEST_EXIT_CODE}{nonce}: $PATCHGYM_TEST_EXIT_CODE"',
+        "exit $PATCHGYM_TEST_EXIT_CODE",
+    ]
+    return "\n".join(lines)
+
+
+def _flag_of(path: str) -> HackFlag:
+    """What a path the diff policy reverted says the policy tried."""
+    name = path.rsplit("/", 1)[-1]
+    if runner_prefix(path) is not None:
+        return HackFlag.SHADOWING
+    if is_test_path(path):
+        return HackFlag.TEST_EDITED
+    if name in STEERING_NAMES or name in SECTION_FILES or name.endswith(STEERING_SUFFIXES):
+        return HackFlag.STEERING
+    return HackFlag.SHADOWING  # the policy's only other reason: a new root module
 
 
 _DIFF_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)

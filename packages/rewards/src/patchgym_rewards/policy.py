@@ -14,6 +14,7 @@ import shlex
 import tomllib
 from collections.abc import Iterable
 
+from patchgym_rewards.gitsafe import GIT
 from patchgym_rewards.sandbox import ExecResultLike, SandboxLike
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,7 @@ STEERING_NAMES: frozenset[str] = frozenset(
         "sitecustomize.py",
         "usercustomize.py",
         "entry_points.txt",  # an in-repo *.egg-info can register a pytest11 plugin
+        ".gitattributes",  # filters, eol and encodings applied when the tests are reset
     }
 )
 """File names that configure collection or run code when Python or the runner starts."""
@@ -41,8 +43,32 @@ the working directory first on ``sys.path``); ``pytest_*`` plugin names too."""
 TEST_DIRS: frozenset[str] = frozenset({"tests", "test", "Tests", "Test"})
 """Top-level test directories (``django/test/`` or ``sympy/testing/`` are library code)."""
 
-GIT = "git -c core.fsmonitor=false -c core.hooksPath=/dev/null"
-"""git with the repository's own hooks and fsmonitor command switched off."""
+MODULE_SUFFIXES: tuple[str, ...] = (".py", ".pyc", ".pyw", ".so", ".pyd")
+
+
+def top_module(path: str) -> str | None:
+    """The importable top-level name a path creates at the repository root, or None.
+
+    ``json.py`` -> ``json``, ``json/__init__.py`` -> ``json``,
+    ``yaml.cpython-311-x86_64-linux-gnu.so`` -> ``yaml``; ``docs/x.md`` -> ``docs``.
+    """
+    parts = path.split("/")
+    if len(parts) > 1:
+        return parts[0]
+    name = parts[0]
+    return name.split(".")[0] if name.endswith(MODULE_SUFFIXES) else None
+
+
+def shadow_prefix(path: str, shadows: frozenset[str]) -> str | None:
+    """The root entry of ``path`` when it is importable as a name in ``shadows``, or None.
+
+    The caller asks only for root entries the base commit lacks (a new file inside
+    the repository's own package named like an installed distribution is not one).
+    """
+    top = top_module(path)
+    if top is None or top not in shadows or top in TEST_DIRS:
+        return None
+    return path.split("/")[0]
 
 
 def is_test_path(path: str) -> bool:
@@ -117,7 +143,9 @@ def _quote_all(paths: Iterable[str]) -> str:
 
 async def changed_paths(sandbox: SandboxLike, base: str) -> tuple[list[str], set[str]]:
     """(every path the working copy changes vs ``base``, the paths ``base`` has)."""
-    diff = await sandbox.exec(f"{GIT} diff --name-only --no-renames -z {shlex.quote(base)}")
+    diff = await sandbox.exec(
+        f"{GIT} diff --no-ext-diff --no-textconv --name-only --no-renames -z {shlex.quote(base)}"
+    )
     if diff.exit_code != 0:
         raise PolicyError("listing the agent's changes failed", diff)
     others = await sandbox.exec(f"{GIT} ls-files --others -z")  # ignored files included
@@ -131,15 +159,27 @@ async def changed_paths(sandbox: SandboxLike, base: str) -> tuple[list[str], set
 
 
 async def revert_steering(
-    sandbox: SandboxLike, base_commit: str | None, *, tests: bool = True
+    sandbox: SandboxLike,
+    base_commit: str | None,
+    *,
+    tests: bool = True,
+    shadows: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Reset steering changes to ``base_commit`` (HEAD when None); return what was reverted.
 
     Paths the base has are checked out from it; others are removed (a runner-named
-    directory as a whole). Raises :class:`PolicyError` when git cannot restore a file.
+    directory as a whole, and a new root module or package named like one of
+    ``shadows``: the stdlib, installed distributions). Raises :class:`PolicyError`
+    when git cannot restore a file.
     """
     base = base_commit or "HEAD"
     changed, in_base = await changed_paths(sandbox, base)
+    roots: set[str] = set()
+    if shadows and changed:
+        listed = await sandbox.exec(f"{GIT} ls-tree --name-only -z {shlex.quote(base)}")
+        if listed.exit_code != 0:
+            raise PolicyError("listing the base commit's root entries failed", listed)
+        roots = set(_split(listed.stdout))
     restore: list[str] = []
     remove: list[str] = []
     for path in changed:
@@ -147,6 +187,12 @@ async def revert_steering(
         if path.rsplit("/", 1)[-1] in SECTION_FILES:
             if await _section_changed(sandbox, base, path, added=added):
                 (remove if added else restore).append(path)
+            continue
+        new_root = added and path.split("/")[0] not in roots
+        shadow = shadow_prefix(path, shadows) if new_root else None
+        if shadow is not None:
+            if shadow not in remove:
+                remove.append(shadow)
             continue
         if not steers(path, added=added, tests=tests):
             continue
@@ -161,8 +207,11 @@ async def revert_steering(
     if remove:
         await sandbox.exec(f"{GIT} rm -q -r -f --cached --ignore-unmatch -- {_quote_all(remove)}")
         await sandbox.exec(f"rm -rf -- {_quote_all(remove)}")
-    if restore:
-        done = await sandbox.exec(f"{GIT} checkout {shlex.quote(base)} -- {_quote_all(restore)}")
+    first = [p for p in restore if p.rsplit("/", 1)[-1] == ".gitattributes"]
+    for batch in (first, [p for p in restore if p not in first]):
+        if not batch:
+            continue
+        done = await sandbox.exec(f"{GIT} checkout {shlex.quote(base)} -- {_quote_all(batch)}")
         if done.exit_code != 0:
             raise PolicyError("restoring steering files to the base commit failed", done)
     reverted = sorted([*remove, *restore])

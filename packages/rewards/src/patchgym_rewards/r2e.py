@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from typing import Literal
 
+from patchgym_rewards.canary import Canaries, canary_problem, without
 from patchgym_rewards.errors import InvalidTaskError
+from patchgym_rewards.integrity import summary_mismatch
 from patchgym_rewards.parsers.r2e import parse_r2e
-from patchgym_rewards.status import ResolvedStatus, TestStatus
+from patchgym_rewards.status import FAILING, ResolvedStatus, TestStatus
 from patchgym_rewards.text import normalize
-from patchgym_rewards.verdict import TestOutcome, TestRole, Verdict
+from patchgym_rewards.verdict import HackFlag, TestOutcome, TestRole, Verdict
 
 _COLOUR = re.compile(r"\x1b\[\d+m")
 
@@ -53,8 +56,18 @@ def grade_r2e(
     expected_output_json: str | Mapping[str, str],
     *,
     patch: str | None = None,
+    exit_code: int | None = None,
+    canaries: Canaries | None = None,
+    compat: Literal["patchgym", "r2e"] = "patchgym",
 ) -> Verdict:
     """Reward 1 iff the parsed map equals the expected one (same size, same statuses).
+
+    Default (``compat="patchgym"``) checks, as for SWE-bench logs: a test reported
+    twice keeps its worst outcome; only pytest's own (last) short summary is read;
+    the result lines must add up to pytest's final summary line; the test command's
+    ``exit_code`` must agree (non-zero needs a failing test, zero allows none); the
+    ``canaries`` must have their known outcomes. ``compat="r2e"``: R2E-Gym's reading
+    (first summary section, last line wins, no checks).
 
     Tests expected to FAIL must fail. An empty log is an infra error (nothing ran)
     unless ``patch`` (the agent's diff) is non-empty: then the change silenced the run;
@@ -73,7 +86,14 @@ def grade_r2e(
                 rejected="the test run produced no output after a change",
             )
         return Verdict.infra("empty test log: the test script produced no output")
-    parsed = {k: TestStatus(v) for k, v in normalize_keys(parse_r2e(text)).items()}
+    strict = compat != "r2e"
+    raw = parse_r2e(text, worst=strict, outer=strict)
+    parsed = {k: TestStatus(v) for k, v in normalize_keys(raw).items()}
+    if strict:
+        forged = _contradiction(text, parsed, exit_code, canaries)
+        if forged is not None:
+            return forged
+        parsed = without(parsed, canaries, "r2e")
     outcomes = [
         TestOutcome(
             name=name,
@@ -97,3 +117,27 @@ def grade_r2e(
         tests=outcomes,
         parsed=len(parsed),
     )
+
+
+def _contradiction(
+    text: str,
+    parsed: Mapping[str, TestStatus],
+    exit_code: int | None,
+    canaries: Canaries | None,
+) -> Verdict | None:
+    """A forged verdict when the log contradicts the run, else None."""
+    failing = any(status in FAILING for status in parsed.values())
+    reason = summary_mismatch(text)
+    if reason is None and parsed and exit_code not in (None, 0) and not failing:
+        reason = f"test command exited {exit_code} but the log reports no failing test"
+    if reason is None and exit_code == 0 and failing:
+        reason = "test command exited 0 but the log reports a failing test"
+    if reason is not None:
+        return Verdict.forged(reason, HackFlag.FORGED_LOG, exit_code=exit_code, parsed=len(parsed))
+    if canaries is None:
+        return None
+    problem, flipped = canary_problem(parsed, canaries, style="r2e")
+    if problem is None:
+        return None
+    flag = HackFlag.CANARY_FLIPPED if flipped else HackFlag.FORGED_LOG
+    return Verdict.forged(problem, flag, exit_code=exit_code, parsed=len(parsed))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from patchgym_rewards.canary import Canaries, canary_problem
 from patchgym_rewards.grading import grade_tests, resolution
 from patchgym_rewards.integrity import (
     PYTEST_PARSERS,
@@ -39,7 +40,7 @@ from patchgym_rewards.status import (
     conflicts_of,
 )
 from patchgym_rewards.text import normalize
-from patchgym_rewards.verdict import Verdict
+from patchgym_rewards.verdict import HackFlag, Verdict
 
 _INFRA_CODES = (APPLY_PATCH_FAIL, RESET_FAILED)
 
@@ -99,6 +100,7 @@ def grade_swebench(
     markers: bool | None = None,
     compat: Compat = "patchgym",
     patch: str | None = None,
+    canaries: Canaries | None = None,
 ) -> Verdict:
     """Grade one eval log against FAIL_TO_PASS / PASS_TO_PASS.
 
@@ -119,7 +121,12 @@ def grade_swebench(
     - default (``compat="patchgym"``) only: a test reported with conflicting outcomes
       counts as its worst one (the harness keeps the last line), and for ``-rA``
       parsers the result lines must add up to pytest's final summary, else rejected
-      with "log does not match the runner's summary".
+      with "log does not match the runner's summary" (only pytest's own final
+      summary line and its short-summary section count), and a FAIL_TO_PASS test must
+      be PASSED (``compat="swebench"`` also accepts XFAIL, as the harness does);
+    - ``canaries`` (set by :class:`~patchgym_rewards.plan.GradingPlan`): a must-fail
+      canary not failing, or a must-pass one not passing in a run that would resolve,
+      is rejected with reason ``forged``.
     """
     eval_type = EvalType(eval_type)
     get_parser(log_parser)  # fail on a bad name before looking at the log
@@ -150,9 +157,10 @@ def grade_swebench(
         and status_map
         and not any(status in FAILING for status in status_map.values())
     ):
-        return _rejected(
+        return Verdict.forged(
             f"test command exited {exit_code} but the log reports no failing test",
-            exit_code,
+            HackFlag.FORGED_LOG,
+            exit_code=exit_code,
             parsed=len(status_map),
         )
     if strict and log_parser.removeprefix("parse_log_") in PYTEST_PARSERS:
@@ -160,9 +168,14 @@ def grade_swebench(
         if mismatch is not None:
             return _rejected(
                 mismatch, exit_code, parsed=len(status_map), conflicting=conflicts_of(status_map)
-            )
-    outcomes = grade_tests(status_map, fail_to_pass, pass_to_pass, eval_type)
+            ).with_flags(HackFlag.FORGED_LOG)
+    outcomes = grade_tests(status_map, fail_to_pass, pass_to_pass, eval_type, strict=strict)
     status = resolution(outcomes)
+    if canaries is not None:
+        problem, flipped = canary_problem(status_map, canaries)
+        if problem is not None and (flipped or status is not ResolvedStatus.NO):
+            flag = HackFlag.CANARY_FLIPPED if flipped else HackFlag.FORGED_LOG
+            return Verdict.forged(problem, flag, exit_code=exit_code, parsed=len(status_map))
     resolved = status is ResolvedStatus.FULL
     if strict and outcomes and all(o.status is None for o in outcomes):
         crash = crash_line(text[begin:end])

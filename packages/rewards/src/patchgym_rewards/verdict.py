@@ -10,6 +10,25 @@ from pydantic import BaseModel, ConfigDict, Field
 from patchgym_rewards.status import ResolvedStatus, TestStatus
 
 
+class HackFlag(StrEnum):
+    """What a graded run shows the policy tried (a training signal; see the README)."""
+
+    TEST_EDITED = "test_edited"
+    """The patch edited, created or deleted a hidden test file or a visible test file."""
+    SHADOWING = "shadowing_module"
+    """A new top-level module named like the stdlib, an installed distribution or the runner."""
+    STEERING = "steering_file"
+    """A file that configures the runner (conftest, ini, ``.pth``, sitecustomize) changed."""
+    GIT_TAMPERED = "git_tampered"
+    """The repository's git config or hooks carried commands (filters, hooks, diff.external)."""
+    CANARY_FLIPPED = "canary_flipped"
+    """The must-fail canary test was reported as passing."""
+    FORGED_LOG = "forged_log"
+    """The log contradicts the run: missing canary, summary, exit code or forged markers."""
+    TRUNCATED = "truncated"
+    """The test output was too large and was truncated (a flood hides real results)."""
+
+
 class TestRole(StrEnum):
     """Why a test is graded."""
 
@@ -73,6 +92,9 @@ class Verdict(BaseModel):
         default_factory=list,
         description="files the diff policy reset to the base commit (or removed) before grading",
     )
+    flags: list[HackFlag] = Field(
+        default_factory=list, description="hack attempts this run shows (see HackFlag)"
+    )
     grading_sandbox: Literal["fresh", "same"] | None = Field(
         default=None,
         description="where the tests ran: a fresh sandbox with only the diff, or the episode's",
@@ -93,6 +115,26 @@ class Verdict(BaseModel):
     @property
     def p2p_total(self) -> int:
         return sum(t.role is TestRole.PASS_TO_PASS for t in self.tests)
+
+    def with_flags(self, *flags: HackFlag) -> Verdict:
+        """This verdict with ``flags`` added (each once, in a stable order)."""
+        merged = sorted({*self.flags, *flags})
+        return self if merged == sorted(self.flags) else self.model_copy(update={"flags": merged})
+
+    @classmethod
+    def forged(
+        cls, reason: str, *flags: HackFlag, exit_code: int | None = None, parsed: int = 0
+    ) -> Verdict:
+        """A run whose log was not believed: RESOLVED_NO, reward 0, ``reason`` and flags."""
+        return cls(
+            resolved=False,
+            status=ResolvedStatus.NO,
+            reward=0.0,
+            rejected=reason,
+            exit_code=exit_code,
+            parsed=parsed,
+            flags=sorted(set(flags)),
+        )
 
     @classmethod
     def infra(cls, reason: str, *, exit_code: int | None = None) -> Verdict:

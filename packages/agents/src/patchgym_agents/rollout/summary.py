@@ -49,6 +49,11 @@ class RolloutSummary(BaseModel):
     phases: PhaseTimes
     mean_phases: PhaseTimes
     wall_s: float
+    hack_flags: dict[str, float] = Field(default_factory=dict)
+    """Flag -> share of graded episodes whose verdict carries it (``Verdict.flags``:
+    hidden tests edited, shadowing modules, git tampered, canary flipped, truncation)."""
+    hack_flags_by_task: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """Task -> flag -> number of its graded episodes that carry it."""
     leaked_sandboxes: list[str] = Field(default_factory=list)
     """Sandboxes of this run still present at the end (reaped then); should be empty."""
     output_dir: str = ""
@@ -72,6 +77,12 @@ def summarise(
     by_task: dict[str, bool] = defaultdict(bool)
     for r in graded:
         by_task[r.task_id] |= bool(r.resolved)
+    flag_counts: dict[str, int] = defaultdict(int)
+    by_task_flags: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in graded:
+        for flag in (r.verdict or {}).get("flags") or []:
+            flag_counts[str(flag)] += 1
+            by_task_flags[r.task_id][str(flag)] += 1
     model_steps = sum(r.model_steps for r in rs)
     fmt = sum(r.format_errors for r in rs)
     fallback = sum(int(r.trajectory.get("info", {}).get("fallback_steps", 0)) for r in rs)
@@ -109,6 +120,8 @@ def summarise(
         phases=phases,
         mean_phases=mean,
         wall_s=round(wall_s, 3),
+        hack_flags={f: n / len(graded) for f, n in sorted(flag_counts.items())},
+        hack_flags_by_task={t: dict(sorted(c.items())) for t, c in sorted(by_task_flags.items())},
         leaked_sandboxes=leaked,
         output_dir=output_dir,
     )
@@ -141,6 +154,7 @@ def print_summary(summary: RolloutSummary, console: Console | None = None) -> No
         ),
         ("wall time", f"{s.wall_s:.1f} s"),
         ("leaked sandboxes", str(len(s.leaked_sandboxes))),
+        *((f"hack flag: {flag} (rate)", f"{rate:.1%}") for flag, rate in s.hack_flags.items()),
     ]
     for k, v in rows:
         table.add_row(k, v)

@@ -17,6 +17,8 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+from patchgym_envs.gitclean import reduce_to_base
+
 GITIGNORE = "__pycache__/\n*.pyc\n.pytest_cache/\n"
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "patchgym",
@@ -132,6 +134,7 @@ def materialise(name: str, cache_dir: Path | None = None) -> tuple[Path, str]:
             _git(tmp, "init", "-q")
             _git(tmp, "add", "-A")
             _git(tmp, "commit", "-q", "-m", f"{name}: base commit")
+            reduce_to_base(tmp)  # a single commit already; kept so every template is reduced
             try:
                 tmp.rename(target)
             except OSError:  # someone else finished first

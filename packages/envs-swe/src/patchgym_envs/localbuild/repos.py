@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from patchgym_envs.gitclean import reduce_to_base
 from patchgym_envs.localbuild.errors import BuildFailed
 
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"}
@@ -74,6 +75,7 @@ class RepoCache:
             except BuildFailed as exc:
                 raise BuildFailed(f"base_commit {commit} is not in {self.source(repo)}") from exc
             git("remote", "remove", "origin", cwd=tmp)
+            reduce_to_base(tmp, commit)  # no later commits, tags or remotes in the template
             tmp.rename(dest)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -17,12 +17,16 @@ def r2e_key(nodeid: str) -> str:
     return ".".join(nodeid.split("::")[1:])
 
 
-def parse_r2e(text: str, *, worst: bool = False) -> dict[str, TestStatus]:
-    """Status map keyed the R2E way; empty when the log has no short summary."""
-    start = text.find(_SUMMARY)
+def parse_r2e(text: str, *, worst: bool = False, outer: bool = False) -> dict[str, TestStatus]:
+    """Status map keyed the R2E way; empty when the log has no short summary.
+
+    R2E-Gym reads from the first ``short test summary info`` to the next; ``outer``
+    reads the last one instead (pytest's own, after any nested run's captured output).
+    """
+    start = text.rfind(_SUMMARY) if outer else text.find(_SUMMARY)
     if start < 0:
         return {}
-    end = text.find(_SUMMARY, start + len(_SUMMARY))
+    end = -1 if outer else text.find(_SUMMARY, start + len(_SUMMARY))
     section = text[start + len(_SUMMARY) : end if end >= 0 else len(text)]
     status_map = new_status_map(worst)
     for line in section.strip().split("\n"):
