@@ -15,6 +15,7 @@ from patchgym_envs import (
     scaffold_names,
 )
 from patchgym_envs.env import Provision
+from patchgym_envs.grading import Verdict
 from patchgym_envs.graph import (
     GRAPH_ACTION,
     ExploreAction,
@@ -57,6 +58,7 @@ __all__ = [
     "SubmitAction",
     "Task",
     "ToolCall",
+    "Verdict",
     "action_schema",
     "action_to_call",
     "bundled_task",
