@@ -4,12 +4,16 @@ Every adapter (the agents runner, the TRL rollout, verl's agent loop, the rLLM w
 runs :class:`patchgym_agents.driver.EpisodeDriver`; this test holds them to it. Each
 scenario is a script of replies (the same text for every adapter; the token adapters get
 it through a real byte-level BPE tokenizer) on a bundled task in a real local sandbox,
-graded by the real grader. Faults are real exceptions from a local sandbox that raises
+graded by the real grader. The rLLM row runs where rLLM imports (``RLLM_SRC=/path/to/rllm``,
+as for ``test_rllm_engines.py``). Faults are real exceptions from a local sandbox that raises
 when a command carries a marker (at a step) or when the grading sandbox starts.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,11 +217,60 @@ async def run_verl(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> 
     return Seen(out.extra_fields["stop_reason"], out.reward_score if valid else None, not valid)
 
 
+async def run_rllm(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> Seen:
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from rllm.workflows.workflow import TerminationEvent, TerminationReason
+
+    from patchgym_trainer.infra_rule import InfraEpisodeError
+    from patchgym_trainer.rllm.workflow import TERMINATION, PatchgymSWEWorkflow
+
+    nxt = sc.script(task)
+
+    class StandInEngine:
+        """rLLM's rollout engine contract: ``get_model_response(messages, **kw)``."""
+
+        async def get_model_response(self, messages: Any, **_: Any) -> Any:
+            return SimpleNamespace(text=await nxt(), finish_reason="stop")
+
+    cfg = env_config(sc, tmp_path)
+    env_args = {"sandbox": cfg.sandbox, "max_steps": sc.max_steps, "run_id": "t"}
+    with ThreadPoolExecutor(1) as pool:
+        wf = PatchgymSWEWorkflow(
+            rollout_engine=StandInEngine(), executor=pool, env_args=env_args, max_steps=sc.max_turns
+        )
+        try:
+            await wf.run(task.to_row(), "rllm-0")
+        except InfraEpisodeError:
+            assert wf.agent.trajectory.steps == []  # what rLLM's engines drop
+            return Seen(EndReason.INFRA.value, None, True)
+        except TerminationEvent as event:
+            expected = TERMINATION.get(sc.end, TerminationReason.ENV_DONE)
+            end = sc.end.value if event.reason == expected else f"rllm:{event.reason}"
+            return Seen(end, wf.agent.trajectory.reward, False)
+    raise AssertionError("the workflow returned without a termination event")
+
+
 ADAPTERS: dict[str, tuple[Callable[..., Awaitable[Seen]], tuple[str, ...]]] = {
     "agents": (run_agents, ()),
     "trl": (run_trl, ("transformers", "tokenizers")),
     "verl": (run_verl, ("verl", "tokenizers")),
+    "rllm": (run_rllm, ("rllm",)),
 }
+
+
+def importable(module: str) -> bool:
+    """Installed and importable with its own dependencies (rLLM is not on PyPI: RLLM_SRC)."""
+    if module == "rllm" and os.environ.get("RLLM_SRC") and os.environ["RLLM_SRC"] not in sys.path:
+        sys.path.insert(0, os.environ["RLLM_SRC"])
+    if not has(module):
+        return False
+    try:
+        importlib.import_module(module if module != "rllm" else "rllm.workflows.workflow")
+    except ImportError:
+        return False
+    return True
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +293,7 @@ async def test_every_adapter_ends_alike(
     adapter: str, sc: Scenario, tmp_path: Path, tokenizer: Any
 ) -> None:
     run, needs = ADAPTERS[adapter]
-    missing = [m for m in needs if not has(m)]
+    missing = [m for m in needs if not importable(m)]
     if missing:
         pytest.skip(f"{adapter} adapter needs {', '.join(missing)}: sync with --extra cpu")
     seen = await run(sc, bundled_task(sc.task), tmp_path, tokenizer)
