@@ -43,9 +43,6 @@ MEMBERS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "agents": ("packages/agents", "patchgym-agents", "patchgym_agents", ()),
     "trainer": ("apps/trainer", "patchgym-trainer", "patchgym_trainer", ("--extra", "cpu")),
 }
-NOT_LIBRARY = "/bundled/tasks/"
-"""envs-swe's bundled task repositories: data the agent edits (deliberately buggy code and
-its tests), shipped inside the package but not part of any library's typed surface."""
 
 
 def sync(session: nox.Session, dist: str, *args: str) -> None:
@@ -77,11 +74,11 @@ def _typecheck(member: str) -> None:
 
     @nox.session(name=f"typecheck-{member}", python=PYTHON)
     def typecheck(session: nox.Session) -> None:
+        """mypy as the root pyproject.toml configures it (strict; named untyped modules only)."""
         sync(session, dist, *extra)
         session.install("mypy>=1.13")
         session.run(
-            "mypy", "--strict", "--ignore-missing-imports", "--no-incremental",
-            "--exclude", NOT_LIBRARY,
+            "mypy", "--config-file", str(ROOT / "pyproject.toml"), "--no-incremental",
             "-p", module, env={"MYPYPATH": str(ROOT / path / "src")},
         )  # fmt: skip
 

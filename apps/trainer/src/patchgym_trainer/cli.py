@@ -27,7 +27,7 @@ from rich.syntax import Syntax
 
 from patchgym_envs.errors import one_line
 from patchgym_trainer import failures
-from patchgym_trainer.compose import GROUPS, compose, compose_raw, group_options
+from patchgym_trainer.compose import GROUPS, compose, group_options
 from patchgym_trainer.schema import AppConfig
 
 app = typer.Typer(
@@ -139,11 +139,11 @@ def train(
 
 @app.command("config")
 def show_config(overrides: Overrides = None) -> None:
-    """Print the composed config (after overrides) and the choices of every group."""
+    """Print the config in effect (after overrides and defaults) and every group's choices."""
     from omegaconf import OmegaConf
 
-    data = compose_raw(overrides or [])
-    compose(overrides or [])  # validate too
+    cfg = compose(overrides or [])
+    data = cfg.model_dump(mode="json", by_alias=True, exclude={"env": {"sandbox", "scaffold"}})
     console.print(Syntax(OmegaConf.to_yaml(OmegaConf.create(data)), "yaml"))
     for group in GROUPS:
         console.print(f"[bold]{group}[/]: {', '.join(group_options(group))}")

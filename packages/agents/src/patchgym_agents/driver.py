@@ -139,10 +139,6 @@ class Timings(BaseModel):
 
 Status = Literal["graded", "infra_error", "error"]
 
-MODEL_TIMEOUT_S = 600.0
-"""The default deadline of one model call (``RolloutConfig.model_timeout_s``, the trainer's
-``rollout.model_timeout_s``): its one home."""
-
 
 @dataclass
 class Outcome:

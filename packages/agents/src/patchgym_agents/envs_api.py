@@ -14,6 +14,7 @@ from patchgym_envs import (
     load_tasks,
     scaffold_names,
 )
+from patchgym_envs.config import default_of
 from patchgym_envs.env import Provision
 from patchgym_envs.grading import Verdict
 from patchgym_envs.graph import (
@@ -64,6 +65,7 @@ __all__ = [
     "bundled_task",
     "bundled_tasks",
     "check_value",
+    "default_of",
     "get_scaffold",
     "load_tasks",
     "loads_json",

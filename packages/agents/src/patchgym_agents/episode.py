@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field
 
 from patchgym_agents.agent import SWEAgent
 from patchgym_agents.agent_factory import make_agent
+from patchgym_agents.defaults import MODEL_TIMEOUT_S
 from patchgym_agents.driver import (
-    MODEL_TIMEOUT_S,
     EndReason,
     EpisodeDriver,
     Outcome,

@@ -24,13 +24,13 @@ from patchgym_trainer.rllm import require_rllm
 
 require_rllm()
 
-from rllm.agents.agent import (  # noqa: E402  # pyright: ignore[reportMissingImports]
+from rllm.agents.agent import (  # noqa: E402
     Action,
     BaseAgent,
     Step,
     Trajectory,
 )
-from rllm.environments.base.base_env import (  # noqa: E402  # pyright: ignore[reportMissingImports]
+from rllm.environments.base.base_env import (  # noqa: E402
     BaseEnv,
 )
 
@@ -74,7 +74,7 @@ class PatchgymSWEAgent(BaseAgent):  # type: ignore[misc]  # rLLM ships no types
     """:class:`patchgym_agents.SWEAgent` behind rLLM's ``BaseAgent`` contract."""
 
     def __init__(
-        self, scaffold: str = "r2egym", tool_format: str | None = None, **kwargs: Any
+        self, scaffold: str | None = None, tool_format: str | None = None, **kwargs: Any
     ) -> None:
         self.inner = make_agent(scaffold, tool_format=tool_format, **kwargs)
         self._trajectory = Trajectory()

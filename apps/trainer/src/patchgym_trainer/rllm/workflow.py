@@ -32,10 +32,10 @@ from patchgym_trainer.rllm import require_rllm
 
 require_rllm()
 
-from rllm.workflows.multi_turn_workflow import (  # noqa: E402  # pyright: ignore[reportMissingImports]
+from rllm.workflows.multi_turn_workflow import (  # noqa: E402
     MultiTurnWorkflow,
 )
-from rllm.workflows.workflow import (  # noqa: E402  # pyright: ignore[reportMissingImports]
+from rllm.workflows.workflow import (  # noqa: E402
     TerminationEvent,
     TerminationReason,
     Workflow,
@@ -54,7 +54,7 @@ class PatchgymSWEWorkflow(Workflow):  # type: ignore[misc]  # rLLM ships no type
         self,
         *args: Any,
         env_args: dict[str, Any] | None = None,
-        scaffold: str = "r2egym",
+        scaffold: str | None = None,
         tool_format: str | None = None,
         max_steps: int = 40,
         agent_args: dict[str, Any] | None = None,
@@ -62,7 +62,9 @@ class PatchgymSWEWorkflow(Workflow):  # type: ignore[misc]  # rLLM ships no type
     ) -> None:
         super().__init__(*args, **kwargs)
         self.env_args: dict[str, Any] = dict(env_args or {"sandbox": {"type": "local"}})
-        self.env_args.setdefault("scaffold", scaffold)
+        if scaffold is not None:  # None: env_args' scaffold, else EnvConfig's default
+            self.env_args.setdefault("scaffold", scaffold)
+        scaffold = self.env_args.get("scaffold", scaffold)
         self.max_steps = max_steps
         self.agent = PatchgymSWEAgent(scaffold, tool_format=tool_format, **(agent_args or {}))
 

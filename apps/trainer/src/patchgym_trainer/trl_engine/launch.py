@@ -101,7 +101,6 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
     start_params = {n: p.detach().clone() for n, p in model.named_parameters()}
     settings = RolloutSettings(
         scaffold=cfg.agent.scaffold,
-        max_turns=cfg.env.max_steps,
         max_new_tokens_per_turn=t.max_new_tokens_per_turn,
         max_completion_tokens=t.max_response_length,
         temperature=cfg.rollout.temperature,

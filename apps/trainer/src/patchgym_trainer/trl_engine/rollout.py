@@ -40,6 +40,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from patchgym_agents import EpisodeContext, GoldPatchPolicy, SWEAgent, make_agent
+from patchgym_agents.defaults import TEMPERATURE
 from patchgym_agents.driver import EndReason, EnvStep, EpisodeDriver, Turns
 from patchgym_envs import EnvConfig, SWEEnv, Task
 from patchgym_envs.looprunner import LoopRunner
@@ -55,10 +56,11 @@ class RolloutSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scaffold: str
-    max_turns: int
     max_new_tokens_per_turn: int
     max_completion_tokens: int
-    temperature: float = 1.0
+    max_turns: int | None = None
+    """A turn limit below the env's ``max_steps`` (None: ``env.max_steps`` decides)."""
+    temperature: float = TEMPERATURE
     force_gold: int = 0
     num_generations: int = 1
 

@@ -119,7 +119,11 @@ class SWEAgentLoop(AgentLoopBase):
             node["scaffold"] = agent_cfg["scaffold"]
         self.env = EnvConfig.model_validate(node)  # validated once per worker, shared by samples
         self.scaffold: str = self.env.scaffold
-        self.max_turns: int = int(agent_cfg.get("max_turns", self.env.max_steps))
+        if "max_turns" in agent_cfg:
+            raise ValueError(
+                "the agent loop's step limit is env_args.max_steps, not agent.max_turns"
+            )
+        self.max_turns: int = self.env.max_steps
         self.sandbox_groups: bool = bool(agent_cfg.get("sandbox_groups", True))
         self.prompt_length: int = int(self.rollout_config.prompt_length)
         self.response_length: int = int(self.rollout_config.response_length)
