@@ -43,6 +43,13 @@ MEMBERS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "agents": ("packages/agents", "patchgym-agents", "patchgym_agents", ()),
     "trainer": ("apps/trainer", "patchgym-trainer", "patchgym_trainer", ("--extra", "cpu")),
 }
+TYPECHECK_EXTRAS: dict[str, tuple[str, ...]] = {
+    # patchgym_sandbox.tracing is checked against OpenTelemetry's own types (optional extra)
+    "sandbox-core": ("--extra", "otel"),
+}
+TYPE_STUBS = ("types-PyYAML", "types-docker")
+"""Stub packages for what ships no types (PyYAML: envs-swe's localbuild reads YAML; the
+Docker SDK: sandbox-docker)."""
 
 
 def sync(session: nox.Session, dist: str, *args: str) -> None:
@@ -75,8 +82,8 @@ def _typecheck(member: str) -> None:
     @nox.session(name=f"typecheck-{member}", python=PYTHON)
     def typecheck(session: nox.Session) -> None:
         """mypy as the root pyproject.toml configures it (strict; named untyped modules only)."""
-        sync(session, dist, *extra)
-        session.install("mypy>=1.13")
+        sync(session, dist, *extra, *TYPECHECK_EXTRAS.get(member, ()))
+        session.install("mypy>=1.13", *TYPE_STUBS)
         session.run(
             "mypy", "--config-file", str(ROOT / "pyproject.toml"), "--no-incremental",
             "-p", module, env={"MYPYPATH": str(ROOT / path / "src")},

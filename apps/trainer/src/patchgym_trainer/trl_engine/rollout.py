@@ -119,7 +119,7 @@ class EpisodeRollout:
         self._runner.stop()
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        from trl.models import unwrap_model_for_generation  # type: ignore[attr-defined]
+        from trl.models import unwrap_model_for_generation  # type: ignore[attr-defined]  # trl's lazy __init__ hides its names from mypy
 
         self._calls += 1
         with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
