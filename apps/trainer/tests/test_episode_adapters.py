@@ -4,16 +4,14 @@ Every adapter (the agents runner, the TRL rollout, verl's agent loop, the rLLM w
 runs :class:`patchgym_agents.driver.EpisodeDriver`; this test holds them to it. Each
 scenario is a script of replies (the same text for every adapter; the token adapters get
 it through a real byte-level BPE tokenizer) on a bundled task in a real local sandbox,
-graded by the real grader. The rLLM row runs where rLLM imports (``RLLM_SRC=/path/to/rllm``,
-as for ``test_rllm_engines.py``). Faults are real exceptions from a local sandbox that raises
+graded by the real grader. The rLLM row runs where rLLM imports
+(``PYTHONPATH=/path/to/rllm``). Faults are real exceptions from a local sandbox that raises
 when a command carries a marker (at a step) or when the grading sandbox starts.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -261,9 +259,8 @@ ADAPTERS: dict[str, tuple[Callable[..., Awaitable[Seen]], tuple[str, ...]]] = {
 
 
 def importable(module: str) -> bool:
-    """Installed and importable with its own dependencies (rLLM is not on PyPI: RLLM_SRC)."""
-    if module == "rllm" and os.environ.get("RLLM_SRC") and os.environ["RLLM_SRC"] not in sys.path:
-        sys.path.insert(0, os.environ["RLLM_SRC"])
+    """Installed and importable with its own dependencies (this test leaves ``sys.path`` be:
+    rLLM is not on PyPI, put a checkout on ``PYTHONPATH``)."""
     if not has(module):
         return False
     try:
@@ -295,7 +292,8 @@ async def test_every_adapter_ends_alike(
     run, needs = ADAPTERS[adapter]
     missing = [m for m in needs if not importable(m)]
     if missing:
-        pytest.skip(f"{adapter} adapter needs {', '.join(missing)}: sync with --extra cpu")
+        how = "put an rLLM checkout on PYTHONPATH" if adapter == "rllm" else "sync with --extra cpu"
+        pytest.skip(f"{adapter} adapter needs {', '.join(missing)}: {how}")
     seen = await run(sc, bundled_task(sc.task), tmp_path, tokenizer)
     assert seen == Seen(sc.end.value, sc.reward, sc.reward is None), (adapter, sc.name)
     assert not list((tmp_path / "sb").glob("*/record.json"))  # every sandbox was closed
