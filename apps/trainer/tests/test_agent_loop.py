@@ -83,7 +83,7 @@ def make_loop(tokenizer: Any, server: StandInServer, env_args: dict[str, Any]) -
     entry = {
         **_agent_loop_registry["patchgym_swe"],
         "env_args": env_args,
-        "agent": {"max_turns": 12},
+        "agent": {},
     }
     config = OmegaConf.create(
         {"actor_rollout_ref": {"rollout": {"prompt_length": 8192, "response_length": 16384}}}

@@ -117,11 +117,11 @@ def test_workflow_matches_workflow_run() -> None:
     assert isinstance(run, ast.AsyncFunctionDef)
     assert ast_params(run) == WORKFLOW_RUN
     source = ast.unparse(run)
-    assert "finally" in source and "aclose" in source  # owns and closes the sandbox
+    # the shared driver owns the loop: it grades cutoffs and closes the sandbox on every path
+    assert "EpisodeDriver(" in source
     # AgentWorkflowEngine calls run() without reset(): run resets itself, first thing
     first = run.body[0]
     assert isinstance(first, ast.Expr) and ast.unparse(first) == "self.reset(task=task, uid=uid)"
-    assert "acompute_final_reward" in source  # max turns are graded
     assert "asyncio.run" not in (SRC / "workflow.py").read_text()
 
 

@@ -21,7 +21,7 @@ def policy(server: ChatServer, **kw: Any) -> OpenAIPolicy:
         base_url=server.base_url,
         sampling={"temperature": 0.2, "max_tokens": 512, "stop": ["</function>"]},
         backoff_s=0.01,
-        timeout_s=30,
+        model_timeout_s=30,
         **kw,
     )
 

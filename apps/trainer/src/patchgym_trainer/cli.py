@@ -200,14 +200,14 @@ def train(
 
 @app.command("config", short_help="Print the composed config and every group's choices.")
 def show_config(overrides: Overrides = None) -> None:
-    """Print the composed config (after overrides) and the choices of every group."""
+    """Print the config in effect (after overrides and defaults) and every group's choices."""
     from omegaconf import OmegaConf
 
-    from patchgym_trainer.compose import GROUPS, compose, compose_raw, group_options
+    from patchgym_trainer.compose import GROUPS, compose, group_options
 
     console = _console()
-    data = compose_raw(overrides or [])
-    compose(overrides or [])  # validate too
+    cfg = compose(overrides or [])
+    data = cfg.model_dump(mode="json", by_alias=True, exclude={"env": {"sandbox", "scaffold"}})
     # plain lines: no padding to the terminal's width, nothing wrapped (copyable, diffable)
     console.print(
         OmegaConf.to_yaml(OmegaConf.create(data)).rstrip("\n"),

@@ -1,8 +1,10 @@
 """The one rule for infrastructure failures, and how each training engine receives it.
 
-**Rule: an episode whose verdict is an infrastructure failure (the env's
-``info["reward_valid"] is False``, ``info["infra_error"]`` set: sandbox lost, image
-missing, create timeout) never contributes a gradient.** It is not a task outcome, so it
+**Rule (applied once, in :class:`patchgym_agents.driver.EpisodeDriver`): an episode that
+ended on an infrastructure failure (the env's ``info["reward_valid"] is False``,
+``info["infra_error"]`` set, grading failed, ``InfraError``/``SandboxClosed`` raised:
+sandbox lost, image missing, create timeout) is masked (``Outcome.reward is None``) and
+never contributes a gradient.** It is not a task outcome, so it
 is never scored as a 0. Each engine is told in the form it understands:
 
 | engine | what patchgym hands it | what the engine does (rLLM file:line at the pinned refs) |
@@ -20,8 +22,9 @@ there an infra failure raises out of the batch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from patchgym_agents.driver import infra_error_of
+
+__all__ = ["InfraEpisodeError", "infra_error_of"]
 
 
 class InfraEpisodeError(RuntimeError):
@@ -32,15 +35,3 @@ class InfraEpisodeError(RuntimeError):
         self.task_id = task_id
         where = f" (task {task_id})" if task_id else ""
         super().__init__(f"infrastructure failure{where}: {infra_error}")
-
-
-def infra_error_of(info: Mapping[str, Any] | None) -> str | None:
-    """The infrastructure failure an env ``info`` reports, or None for a task outcome."""
-    if not info:
-        return None
-    err = info.get("infra_error")
-    if err:
-        return str(err)
-    if info.get("reward_valid") is False:
-        return "reward_valid=False"
-    return None

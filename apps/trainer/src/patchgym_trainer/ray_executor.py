@@ -98,7 +98,7 @@ def _validate_on_worker(
         backend = create_backend(cfg.sandbox)
         ray_admission.join(_ray(), backend, admission)
         try:
-            res = await evaluate_one(task, kind, backend, run_id=run_id, env=cfg.env)  # type: ignore[arg-type]
+            res = await evaluate_one(task, kind, backend, run_id=run_id, env=cfg.env)  # type: ignore[arg-type]  # kind is a PatchKind read back from JSON
         finally:
             await backend.aclose()
         return json.dumps({**res.model_dump(mode="json"), "executed_on": _node()})

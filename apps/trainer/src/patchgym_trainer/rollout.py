@@ -82,7 +82,7 @@ async def make_policy(cfg: AppConfig) -> Policy:
         base_url=r.base_url,
         api_key=api_key,
         sampling=Sampling(temperature=r.temperature, max_tokens=r.max_tokens),
-        timeout_s=r.request_timeout_s,
+        model_timeout_s=r.model_timeout_s,
     )
 
 
@@ -121,7 +121,7 @@ async def run_rollout(
         tool_format=cfg.rollout.tool_format or cfg.agent.tool_format,
         samples=cfg.rollout.samples,
         concurrency=cfg.rollout.concurrency,
-        model_timeout_s=cfg.rollout.request_timeout_s,
+        model_timeout_s=cfg.rollout.model_timeout_s,
         max_context_tokens=cfg.agent.max_context_tokens,
         output_dir=out_dir,
     )

@@ -2,6 +2,10 @@
 
 Hydra composes the groups; pydantic then checks every key, so a typo or a bad value is
 an error that names the key and the allowed values (see :mod:`patchgym_trainer.compose`).
+
+Every default is stated here once (or in the package that owns the setting:
+:mod:`patchgym_agents.defaults`, ``patchgym_envs.EnvConfig``); ``conf/config.yaml`` lists
+the keys with ``null``, which means "the default" (``test_config_defaults`` holds it so).
 The ``sandbox`` node is validated here, once, into the installed backend's own config
 class (the sandbox registry's two-step validation), and ``env`` is the envs package's
 ``EnvConfig`` itself: one object, holding that sandbox and the agent's scaffold, goes to
@@ -21,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from patchgym_agents.defaults import CONCURRENCY, MODEL_TIMEOUT_S, TEMPERATURE
 from patchgym_envs import EnvConfig
 from patchgym_sandbox import BackendConfig
 from patchgym_sandbox.registry import load_config
@@ -28,6 +33,14 @@ from patchgym_sandbox.registry import load_config
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_default(cls, value: Any) -> Any:
+        """``null`` (as ``conf/config.yaml`` writes every key) means the field's default."""
+        if isinstance(value, dict):
+            return {k: v for k, v in value.items() if v is not None}
+        return value
 
 
 class RunConfig(_Strict):
@@ -116,7 +129,7 @@ def _console() -> list[Tracker]:
 
 
 class ValidateSettings(_Strict):
-    concurrency: int = Field(default=4, gt=0)
+    concurrency: int = Field(default=CONCURRENCY, gt=0)
     patches: list[PatchKind] = Field(default_factory=_both_patches)
     report: bool = True
 
@@ -131,12 +144,13 @@ class RolloutSettings(_Strict):
     api_key_env: str = "OPENAI_API_KEY"
     samples: int = Field(default=1, gt=0)
     """K: samples per task (pass@k is reported for k = 1..K)."""
-    concurrency: int = Field(default=4, gt=0)
-    temperature: float = Field(default=1.0, ge=0)
+    concurrency: int = Field(default=CONCURRENCY, gt=0)
+    temperature: float = Field(default=TEMPERATURE, ge=0)
     max_tokens: int = Field(default=2048, gt=0)
     tool_format: Literal["text", "native"] | None = None
     """None: the agent group's ``tool_format``."""
-    request_timeout_s: float = Field(default=600.0, gt=0)
+    model_timeout_s: float = Field(default=MODEL_TIMEOUT_S, gt=0)
+    """Deadline of one model call (the client's timeout and the episode's per-call limit)."""
 
 
 class TrainSettings(_Strict):

@@ -52,7 +52,7 @@ def train_tokenizer(corpus: Iterable[str] | None = None, vocab_size: int = 1200)
     tok.train_from_iterator(
         list(corpus if corpus is not None else default_corpus()), trainer=trainer
     )
-    fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+    fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]  # transformers leaves this constructor unannotated
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>"
     )
     fast.chat_template = CHAT_TEMPLATE
@@ -83,7 +83,7 @@ def build_tiny_model(
         pad_token_id=tok.pad_token_id,
         tie_word_embeddings=True,
     )
-    model = Qwen2ForCausalLM(config)  # type: ignore[no-untyped-call]
+    model = Qwen2ForCausalLM(config)  # type: ignore[no-untyped-call]  # transformers leaves this constructor unannotated
     model.generation_config.eos_token_id = config.eos_token_id
     model.generation_config.pad_token_id = config.pad_token_id
     model.save_pretrained(out)

@@ -7,6 +7,7 @@
 
 from patchgym_agents.agent import SWEAgent
 from patchgym_agents.agent_factory import make_agent
+from patchgym_agents.driver import EndReason, EnvStep, EpisodeDriver, Outcome, Turns
 from patchgym_agents.episode import EpisodeResult, Timings, run_episode
 from patchgym_agents.graph_planner.agent import GraphPlannerAgent
 from patchgym_agents.graph_planner.parsing import parse_graph_reply
@@ -38,13 +39,17 @@ __all__ = [
     "AgentScaffold",
     "ContextBudget",
     "ContextLengthExceeded",
+    "EndReason",
+    "EnvStep",
     "EpisodeContext",
+    "EpisodeDriver",
     "EpisodeResult",
     "GoldPatchPolicy",
     "GraphPlannerAgent",
     "History",
     "ModelReply",
     "OpenAIPolicy",
+    "Outcome",
     "ParseResult",
     "Policy",
     "PolicyError",
@@ -61,6 +66,7 @@ __all__ = [
     "Timings",
     "ToolFormat",
     "Trajectory",
+    "Turns",
     "Usage",
     "agent_scaffold",
     "approx_tokens",

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from patchgym_agents.envs_api import default_of
 from patchgym_agents.history import ContextBudget, History, TokenCounter, approx_tokens
 from patchgym_agents.parsing import FORMAT_HINT, ParseResult, parse_text, parse_tool_calls
 from patchgym_agents.prompts_rllm import rllm_templates, steps_note
@@ -40,7 +41,7 @@ class SWEAgent:
 
     def __init__(
         self,
-        scaffold: str | AgentScaffold = "r2egym",
+        scaffold: str | AgentScaffold | None = None,
         *,
         tool_format: ToolFormat | None = None,
         budget: ContextBudget | int | None = None,
@@ -51,6 +52,8 @@ class SWEAgent:
         format_model_response: bool = False,
         prompts: Literal["patchgym", "rllm"] = "patchgym",
     ) -> None:
+        if scaffold is None:  # the configured default: EnvConfig.scaffold
+            scaffold = str(default_of("scaffold"))
         self.scaffold = (
             scaffold if isinstance(scaffold, AgentScaffold) else agent_scaffold(scaffold)
         )

@@ -14,7 +14,9 @@ from patchgym_envs import (
     load_tasks,
     scaffold_names,
 )
+from patchgym_envs.config import default_of
 from patchgym_envs.env import Provision
+from patchgym_envs.grading import Verdict
 from patchgym_envs.graph import (
     GRAPH_ACTION,
     ExploreAction,
@@ -57,11 +59,13 @@ __all__ = [
     "SubmitAction",
     "Task",
     "ToolCall",
+    "Verdict",
     "action_schema",
     "action_to_call",
     "bundled_task",
     "bundled_tasks",
     "check_value",
+    "default_of",
     "get_scaffold",
     "load_tasks",
     "loads_json",

@@ -1,56 +1,45 @@
-"""One episode: agent, policy and environment in a loop, always ending graded or marked.
+"""One episode with a :class:`Policy`: the agents runner's adapter over the episode driver.
 
-Outcomes (``EpisodeResult.status``):
+Outcomes (``EpisodeResult.status``, from :class:`patchgym_agents.driver.Outcome`):
 - ``graded``: the environment graded the final repository state (resolved or not),
   also when the wall-clock budget ran out or the context window was full;
 - ``infra_error``: the sandbox or the model endpoint failed — the episode says nothing
   about the policy; retry it or mask it, never train on its 0;
 - ``error``: the policy itself failed (a refused request, an exhausted script).
 
-The environment creates its sandbox at the first step and closes it when the episode
-ends; :func:`run_episode` closes the environment in ``finally`` on every path.
+The loop, its named ends and the reward/mask rule live in :mod:`patchgym_agents.driver`
+(shared with the verl, TRL and rLLM adapters); the driver closes the environment on
+every path.
 """
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from patchgym_agents.agent import SWEAgent
 from patchgym_agents.agent_factory import make_agent
+from patchgym_agents.defaults import MODEL_TIMEOUT_S
+from patchgym_agents.driver import (
+    EndReason,
+    EpisodeDriver,
+    Outcome,
+    Status,
+    Timings,
+    Turns,
+)
 from patchgym_agents.envs_api import EnvConfig, Provision, SWEEnv, Task
 from patchgym_agents.history import ContextBudget
-from patchgym_agents.policies.base import (
-    ContextLengthExceeded,
-    EpisodeContext,
-    Policy,
-    PolicyError,
-    PolicyUnavailable,
-)
+from patchgym_agents.policies.base import EpisodeContext, Policy
 from patchgym_agents.scaffolds import ToolFormat
-from patchgym_agents.types import Action, Usage
-from patchgym_sandbox import InfraError, SandboxBackend
+from patchgym_agents.types import ModelReply, Usage
+from patchgym_sandbox import SandboxBackend
 
-Status = Literal["graded", "infra_error", "error"]
-
-
-class Timings(BaseModel):
-    """Seconds per phase of an episode (a rollout summary sums them: ``PhaseTimes``)."""
-
-    model_s: float = 0.0
-    """Waiting for the policy."""
-    sandbox_s: float = 0.0
-    """The first environment step: sandbox creation, task setup and the first tool call."""
-    tools_s: float = 0.0
-    """The other environment steps except the last."""
-    grading_s: float = 0.0
-    """The last environment step: its tool call and grading in the sandbox."""
-    total_s: float = 0.0
+__all__ = ["EpisodeResult", "Status", "Timings", "run_episode"]
 
 
 class EpisodeResult(BaseModel):
@@ -63,6 +52,9 @@ class EpisodeResult(BaseModel):
     resolved: bool | None = None
     reward: float | None = None
     done_reason: str | None = None
+    """The env's word when it ended the episode (``submitted``, ``max_steps``, ...), else
+    ``end_reason``'s value."""
+    end_reason: EndReason | None = None
     infra_error: str | None = None
     error: str | None = None
     infra_attempts: list[str] = Field(default_factory=list)
@@ -100,7 +92,8 @@ async def run_episode(
     budget: ContextBudget | int | None = None,
     sample: int = 0,
     attempt: int = 1,
-    model_timeout_s: float = 600.0,
+    model_timeout_s: float | None = None,
+    max_turns: int | None = None,
     live: set[SWEEnv] | None = None,
     provision: Provision | None = None,
 ) -> EpisodeResult:
@@ -108,6 +101,8 @@ async def run_episode(
 
     ``env``: the episode settings (an ``EnvConfig``, passed down as is, or a mapping of its
     fields; None: the defaults). The scaffold and the episode budget are read from it.
+    ``model_timeout_s``: one model call's deadline (None: the default, ``MODEL_TIMEOUT_S``);
+    ``max_turns``: a turn limit below the env's ``max_steps`` (None: the env's).
     ``provision``: hands the environment its started sandbox (a group or pool claim).
     """
     config = env if isinstance(env, EnvConfig) else EnvConfig.model_validate(dict(env or {}))
@@ -117,162 +112,72 @@ async def run_episode(
     agent = make_agent(
         config.scaffold, tool_format=tool_format, budget=budget, workdir=task.workdir
     )
-    episode = _Episode(
-        task,
-        policy,
-        sweenv,
-        agent,
-        sample=sample,
-        episode_timeout_s=config.episode_timeout_s,
-        model_timeout_s=model_timeout_s,
-    )
+    turns = PolicyTurns(policy, agent, task, sample)
+    deadline = MODEL_TIMEOUT_S if model_timeout_s is None else model_timeout_s
+    driver = EpisodeDriver(sweenv, agent, max_turns=max_turns, model_timeout_s=deadline)
     if live is not None:
         live.add(sweenv)
     try:
-        await episode.play()
+        outcome = await driver.run(turns)
     finally:
-        try:
-            await sweenv.aclose()
-        finally:
-            if live is not None:
-                live.discard(sweenv)
-    return episode.result(attempt)
+        if live is not None:
+            live.discard(sweenv)
+    return _result(outcome, task, sample, attempt, sweenv, agent, turns.usage)
 
 
-class _Episode:
-    """One episode's loop and its bookkeeping: clocks, usage, steps and the outcome so far.
+class PolicyTurns(Turns):
+    """The runner's engine part: the next reply comes from a :class:`Policy`."""
 
-    ``outcome`` holds the result's status fields (``status``, ``infra_error``, ``error``,
-    ``done_reason``); ``info`` is the environment's last info (its verdict and patch).
-    """
-
-    def __init__(
-        self,
-        task: Task,
-        policy: Policy,
-        sweenv: SWEEnv,
-        agent: SWEAgent,
-        *,
-        sample: int,
-        episode_timeout_s: float,
-        model_timeout_s: float,
-    ) -> None:
-        self.task = task
+    def __init__(self, policy: Policy, agent: SWEAgent, task: Task, sample: int) -> None:
         self.policy = policy
-        self.sweenv = sweenv
         self.agent = agent
-        self.sample = sample
-        self.episode_timeout_s = episode_timeout_s
-        self.model_timeout_s = model_timeout_s
         self.ctx = EpisodeContext(
             task=task, scaffold=agent.scaffold, tool_format=agent.tool_format, sample=sample
         )
-        self.timings = Timings()
         self.usage = Usage()
-        self.start = time.monotonic()
-        self.outcome: dict[str, Any] = {"status": "graded"}
-        self.info: dict[str, Any] = {}
-        self.steps = 0
 
-    async def play(self) -> None:
-        """Run to the end; task, policy and infra trouble becomes the outcome, not a raise."""
-        try:
-            await self._loop()
-        except InfraError as exc:  # before TimeoutError: CreateTimeout is both
-            self.outcome.update(status="infra_error", infra_error=f"{type(exc).__name__}: {exc}")
-        except (TimeoutError, ContextLengthExceeded) as exc:
-            self.outcome["done_reason"] = (
-                "timeout" if isinstance(exc, TimeoutError) else "context_exceeded"
-            )
-            await self._grade_early_end()
-        except PolicyUnavailable as exc:
-            self.outcome.update(status="infra_error", infra_error=f"{type(exc).__name__}: {exc}")
-        except PolicyError as exc:
-            self.outcome.update(status="error", error=f"{type(exc).__name__}: {exc}")
-
-    async def _loop(self) -> None:
-        obs, self.info = await self.sweenv.areset()
-        self.agent.update_from_env(obs, 0.0, False, self.info)
-        done = False
-        while not done:
-            done = await self._step(await self._generate())
-        if self.info.get("infra_error"):
-            self.outcome.update(status="infra_error", infra_error=self.info["infra_error"])
-
-    async def _generate(self) -> Action:
-        """The policy's next action, within what is left of the episode's budget."""
-        remaining = self.episode_timeout_s - (time.monotonic() - self.start)
-        if remaining <= 0:
-            raise TimeoutError
-        t0 = time.monotonic()
-        with self.sweenv.phases.phase("generation"):
-            reply = await asyncio.wait_for(
-                self.policy.generate(
-                    self.agent.chat_completions, tools=self.agent.tools, episode=self.ctx
-                ),
-                min(self.model_timeout_s, remaining),
-            )
-        self.timings.model_s += time.monotonic() - t0
+    async def generate(self) -> ModelReply:
+        reply = await self.policy.generate(
+            self.agent.chat_completions, tools=self.agent.tools, episode=self.ctx
+        )
         self.usage += reply.usage
-        return self.agent.update_from_model(reply)
+        return reply
 
-    async def _step(self, action: Action) -> bool:
-        """Run ``action`` in the environment; True when the episode is done (and graded)."""
-        t0 = time.monotonic()
-        obs, reward, done, self.info = await self.sweenv.astep(action)
-        took = time.monotonic() - t0
-        self.steps += 1
-        if self.steps == 1:
-            self.timings.sandbox_s += took
-        elif done:
-            self.timings.grading_s += took
-        else:
-            self.timings.tools_s += took
-        self.agent.update_from_env(obs, reward, done, self.info)
-        return done
 
-    async def _grade_early_end(self) -> None:
-        """Grade what the agent left behind when time or the context window ran out."""
-        sweenv = self.sweenv
-        if sweenv.sandbox is None:
-            return
-        t0 = time.monotonic()
-        await sweenv.acompute_final_reward()
-        self.timings.grading_s += time.monotonic() - t0
-        graded = sweenv.verdict
-        if graded is None or graded.infra_error:
-            why = graded.infra_error if graded else "grading after the early end failed"
-            self.outcome.update(status="infra_error", infra_error=why)
-        self.info = {"verdict": graded.model_dump(mode="json")} if graded else {}
-
-    def result(self, attempt: int) -> EpisodeResult:
-        """The finished episode (after the environment closed: its phases are complete)."""
-        self.timings.total_s = time.monotonic() - self.start
-        info, res, sweenv, agent = self.info, self.outcome, self.sweenv, self.agent
-        verdict: dict[str, Any] | None = info.get("verdict") or (
-            sweenv.verdict.model_dump(mode="json") if sweenv.verdict else None
-        )
-        if res["status"] == "graded":
-            resolved = bool(verdict and verdict.get("resolved"))
-            res.update(resolved=resolved, reward=1.0 if resolved else 0.0)
-        return EpisodeResult(
-            task_id=self.task.id,
-            sample=self.sample,
-            attempt=attempt,
-            done_reason=res.pop("done_reason", info.get("done_reason")),
-            steps=self.steps,
-            model_steps=agent.model_steps,
-            format_errors=agent.format_errors,
-            usage=self.usage,
-            timings=self.timings,
-            patch=info.get("patch"),
-            verdict=verdict,
-            trajectory=_trajectory(agent),
-            phases=sweenv.phases.summary(),
-            executed_on=socket.gethostname(),
-            sandbox_s=round(sweenv.phases.sandbox_s, 3),
-            **res,
-        )
+def _result(
+    outcome: Outcome,
+    task: Task,
+    sample: int,
+    attempt: int,
+    sweenv: SWEEnv,
+    agent: SWEAgent,
+    usage: Usage,
+) -> EpisodeResult:
+    """The finished episode (after the environment closed: its phases are complete)."""
+    verdict = outcome.verdict
+    return EpisodeResult(
+        task_id=task.id,
+        sample=sample,
+        attempt=attempt,
+        status=outcome.status,
+        resolved=outcome.resolved,
+        reward=outcome.reward,
+        done_reason=outcome.done_reason,
+        end_reason=outcome.end_reason,
+        infra_error=outcome.infra_error,
+        error=outcome.error,
+        steps=outcome.steps,
+        model_steps=agent.model_steps,
+        format_errors=agent.format_errors,
+        usage=usage,
+        timings=outcome.timings,
+        patch=outcome.patch,
+        verdict=verdict.model_dump(mode="json") if verdict is not None else None,
+        trajectory=_trajectory(agent),
+        phases=sweenv.phases.summary(),
+        executed_on=socket.gethostname(),
+        sandbox_s=round(sweenv.phases.sandbox_s, 3),
+    )
 
 
 def _trajectory(agent: SWEAgent) -> dict[str, Any]:

@@ -96,7 +96,7 @@ class EnvdProcesses:
                 elif kind == "end":
                     code = value.exit_code
         finally:
-            await events.aclose()  # type: ignore[attr-defined]
+            await events.aclose()  # type: ignore[attr-defined]  # the stream object's type hides its async-generator aclose
         return Outcome(
             exit_code=code,
             stdout=b"".join(out).decode("utf-8", "replace"),

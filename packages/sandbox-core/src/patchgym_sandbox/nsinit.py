@@ -46,7 +46,7 @@ SPAWN_LOCK = threading.Lock()
 OWNED = {}  # type: Dict[int, subprocess.Popen[bytes]]
 
 
-class OwnedPopen(subprocess.Popen):  # type: ignore[type-arg]
+class OwnedPopen(subprocess.Popen):  # type: ignore[type-arg]  # Popen's type parameter is not subscriptable on every in-sandbox Python
     """A child the reaper must leave to its owner (registered under the spawn lock)."""
 
     def __init__(self, *args, **kwargs):
@@ -71,7 +71,7 @@ def _supervise_with_limits(*args, **kwargs):
 
 _shim = types.ModuleType("subprocess")
 _shim.__dict__.update(subprocess.__dict__)
-_shim.Popen = OwnedPopen  # type: ignore[attr-defined]
+_shim.Popen = OwnedPopen  # type: ignore[attr-defined]  # swapping the stdlib shim's class on purpose
 SUP["subprocess"] = _shim
 _SUPERVISE = SUP["supervise"]
 SUP["supervise"] = _supervise_with_limits
@@ -111,7 +111,7 @@ def _take_tty():
 _Server = SERVE["Server"]  # type: Any
 
 
-class InitServer(_Server):  # type: ignore[misc]
+class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib socketserver glue
     """The shared server loop plus shells on a pty."""
 
     def __init__(self):

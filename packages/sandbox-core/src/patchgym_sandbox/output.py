@@ -76,7 +76,7 @@ class OutputCapture:
     def result(self, status: Mapping[str, object]) -> ExecResult:
         """Combine the captured streams with a supervisor status mapping."""
         return ExecResult(
-            exit_code=int(status["exit_code"]),  # type: ignore[call-overload]
+            exit_code=int(status["exit_code"]),  # type: ignore[call-overload]  # status is parsed JSON: values are object
             stdout=self.stdout.text(),
             stderr=self.stderr.text(),
             output=self.combined.text(),
@@ -84,5 +84,5 @@ class OutputCapture:
             idle_timed_out=bool(status["idle_timed_out"]),
             truncated=self.truncated,
             bytes_dropped=self.bytes_dropped,
-            duration_s=float(status["duration_s"]),  # type: ignore[arg-type]
+            duration_s=float(status["duration_s"]),  # type: ignore[arg-type]  # status is parsed JSON: values are object
         )

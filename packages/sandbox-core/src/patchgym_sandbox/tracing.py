@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from patchgym_sandbox.errors import ConfigError
 
@@ -161,7 +161,7 @@ def configure(*, otlp_endpoint: str | None = None, jsonl_path: str | Path | None
         from opentelemetry import trace
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
     except ImportError as exc:
         raise ConfigError(
             "tracing needs the otel extra: pip install 'patchgym-sandbox-core[otel]'"
@@ -170,7 +170,10 @@ def configure(*, otlp_endpoint: str | None = None, jsonl_path: str | Path | None
         raise ConfigError("tracing: set otlp_endpoint and/or jsonl_path")
     provider = TracerProvider(resource=Resource.create({"service.name": "patchgym"}))
     if jsonl_path is not None:
-        provider.add_span_processor(BatchSpanProcessor(JsonlSpanExporter(jsonl_path)))
+        # JsonlSpanExporter has SpanExporter's methods; it does not subclass it so that this
+        # module imports without the optional SDK
+        jsonl = cast(SpanExporter, JsonlSpanExporter(jsonl_path))
+        provider.add_span_processor(BatchSpanProcessor(jsonl))
     if otlp_endpoint is not None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 

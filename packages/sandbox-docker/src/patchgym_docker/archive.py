@@ -47,7 +47,7 @@ class ChunkReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]  # RawIOBase types readinto's buffer wider than the tar reader needs
         while not self._buf:
             try:
                 self._buf = next(self._it)

@@ -50,7 +50,7 @@ def unsafe_host_config(extra: dict[str, Any]) -> str | None:
 class DockerConfig(BackendConfig):
     """One container per sandbox on a Docker Engine (``DOCKER_HOST`` or the default socket)."""
 
-    type: Literal["docker"] = "docker"  # pyright: ignore[reportIncompatibleVariableOverride]
+    type: Literal["docker"] = "docker"
     base_url: str | None = None
     """Engine address (``unix:///var/run/docker.sock``, ``tcp://host:2376``); None = ``DOCKER_HOST``/default."""
     fixed_lease_s: float = Field(default=3600.0, gt=0)

@@ -13,7 +13,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import docker
 import docker.errors
@@ -122,7 +122,7 @@ class Engine:
         return self._client
 
     def _connect(self) -> APIClient:
-        kwargs = {
+        kwargs: dict[str, Any] = {
             "version": self.config.api_version,
             "timeout": self.config.timeout_s,
             "max_pool_size": self.config.max_threads,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def has_image(api: APIClient, image: str) -> bool:
     try:
-        api.inspect_image(image)
+        api.inspect_image(image)  # type: ignore[no-untyped-call]  # types-docker leaves it unannotated
     except docker.errors.ImageNotFound:
         return False
     except docker.errors.NotFound:

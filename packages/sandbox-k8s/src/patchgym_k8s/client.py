@@ -32,7 +32,7 @@ def load_configuration(cfg: K8sConfig) -> k8s_client.Configuration:
     path = cfg.kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
     if cfg.in_cluster:
         try:
-            k8s_config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
+            k8s_config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]  # the kubernetes client's config loaders are unannotated
         except k8s_config.ConfigException as exc:
             raise BackendUnavailable(
                 f"in_cluster=true but no in-cluster service account: {exc}"
@@ -40,7 +40,7 @@ def load_configuration(cfg: K8sConfig) -> k8s_client.Configuration:
     else:
         if path is None and not DEFAULT_KUBECONFIG.exists():
             try:
-                k8s_config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
+                k8s_config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]  # the kubernetes client's config loaders are unannotated
             except k8s_config.ConfigException as exc:
                 raise BackendUnavailable(
                     "no kubeconfig: set `kubeconfig`, $KUBECONFIG, create ~/.kube/config, "
@@ -53,7 +53,7 @@ def load_configuration(cfg: K8sConfig) -> k8s_client.Configuration:
                     f"kubeconfig {target!r} does not exist; fix `kubeconfig` or $KUBECONFIG"
                 )
             try:
-                k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                k8s_config.load_kube_config(  # type: ignore[no-untyped-call]  # the kubernetes client's config loaders are unannotated
                     config_file=target, context=cfg.context, client_configuration=conf
                 )
             except k8s_config.ConfigException as exc:
@@ -84,7 +84,7 @@ class Api:
         return core
 
     def close(self) -> None:
-        self.api_client.close()  # type: ignore[no-untyped-call]
+        self.api_client.close()  # type: ignore[no-untyped-call]  # kubernetes' ApiClient.close is unannotated
 
     # -- pods ------------------------------------------------------------------------
     def create_pod(self, body: dict[str, Any]) -> dict[str, Any]:

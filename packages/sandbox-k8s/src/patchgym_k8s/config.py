@@ -25,7 +25,7 @@ class K8sConfig(BackendConfig):
     the pod spec accepts (``pod_overrides`` / ``container_overrides``) are configurable.
     """
 
-    type: Literal["k8s"] = "k8s"  # pyright: ignore[reportIncompatibleVariableOverride]
+    type: Literal["k8s"] = "k8s"
 
     # -- where the cluster is ---------------------------------------------------------
     kubeconfig: str | None = None

@@ -24,7 +24,7 @@ RLLM_INSTALL = f'pip install "rllm @ git+https://github.com/rllm-org/rllm@{RLLM_
 def require_rllm() -> None:
     """Raise :class:`MissingExtra` with the install line when rLLM is absent."""
     try:
-        import rllm  # noqa: F401  # pyright: ignore[reportMissingImports]
+        import rllm  # noqa: F401
     except ImportError as exc:
         raise MissingExtra(
             f"rLLM is not installed (it is not on PyPI): {RLLM_INSTALL} "

@@ -18,18 +18,19 @@ from typing import Any
 
 from patchgym_agents import make_agent
 from patchgym_envs import SWEEnv
+from patchgym_sandbox import InfraError, SandboxClosed
 from patchgym_trainer.infra_rule import InfraEpisodeError, infra_error_of
 from patchgym_trainer.rllm import require_rllm
 
 require_rllm()
 
-from rllm.agents.agent import (  # noqa: E402  # pyright: ignore[reportMissingImports]
+from rllm.agents.agent import (  # noqa: E402
     Action,
     BaseAgent,
     Step,
     Trajectory,
 )
-from rllm.environments.base.base_env import (  # noqa: E402  # pyright: ignore[reportMissingImports]
+from rllm.environments.base.base_env import (  # noqa: E402
     BaseEnv,
 )
 
@@ -49,7 +50,11 @@ class PatchgymSWEEnv(SWEEnv, BaseEnv):  # type: ignore[misc]  # rLLM ships no ty
         return obs, reward, done, info
 
     def compute_final_reward(self) -> float:
-        reward = super().compute_final_reward()
+        try:
+            reward = super().compute_final_reward()
+        except (InfraError, SandboxClosed) as exc:
+            why = f"{type(exc).__name__}: {exc}"
+            raise InfraEpisodeError(why, task_id=self.task.id if self.task else None) from exc
         if self.infra_error is not None:
             raise InfraEpisodeError(self.infra_error, task_id=self.task.id if self.task else None)
         return reward
@@ -69,7 +74,7 @@ class PatchgymSWEAgent(BaseAgent):  # type: ignore[misc]  # rLLM ships no types
     """:class:`patchgym_agents.SWEAgent` behind rLLM's ``BaseAgent`` contract."""
 
     def __init__(
-        self, scaffold: str = "r2egym", tool_format: str | None = None, **kwargs: Any
+        self, scaffold: str | None = None, tool_format: str | None = None, **kwargs: Any
     ) -> None:
         self.inner = make_agent(scaffold, tool_format=tool_format, **kwargs)
         self._trajectory = Trajectory()

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
 
     cfg = compose(ours)
     require_rllm()
-    from rllm.data import DatasetRegistry  # pyright: ignore[reportMissingImports]
+    from rllm.data import DatasetRegistry
 
     from patchgym_trainer.errors import TrainerError
 
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     except TrainerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    from rllm.trainer.agent_trainer import AgentTrainer  # pyright: ignore[reportMissingImports]
+    from rllm.trainer.agent_trainer import AgentTrainer
 
     from patchgym_trainer.rllm.env_agent import PatchgymSWEAgent, PatchgymSWEEnv
 

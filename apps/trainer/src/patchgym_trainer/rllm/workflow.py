@@ -10,9 +10,12 @@
   at max turns or on a length cut, and the env (its sandbox) is closed at episode end
   instead of at the next reset.
 
-On both, an episode that reaches ``max_steps`` without the env saying done is graded
-like the v0.2 path (``compute_final_reward``: the tests run on the current patch).
-Infrastructure failures follow :mod:`patchgym_trainer.infra_rule`: the trajectory's
+``PatchgymSWEWorkflow`` runs :class:`patchgym_agents.driver.EpisodeDriver` (the loop every
+engine shares); :class:`RllmTurns` is its rLLM part (model calls through the workflow's
+``rollout_engine``, a ``length`` finish ends the episode as ``max_tokens``). On both, an
+episode that reaches ``max_steps`` without the env saying done is graded like the v0.2
+path (``compute_final_reward``: the tests run on the current patch). Masked outcomes
+(infrastructure) follow :mod:`patchgym_trainer.infra_rule`: the trajectory's
 steps are moved out (``trajectory.info["infra_steps"]``) and
 :class:`~patchgym_trainer.infra_rule.InfraEpisodeError` ends the episode as
 ``TerminationReason.ERROR``, which rLLM's engines retry, then drop or mask. Model calls
@@ -23,15 +26,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from patchgym_trainer.infra_rule import InfraEpisodeError, infra_error_of
+from patchgym_agents.driver import EndReason, EpisodeDriver, Outcome, Turns
+from patchgym_trainer.infra_rule import InfraEpisodeError
 from patchgym_trainer.rllm import require_rllm
 
 require_rllm()
 
-from rllm.workflows.multi_turn_workflow import (  # noqa: E402  # pyright: ignore[reportMissingImports]
+from rllm.workflows.multi_turn_workflow import (  # noqa: E402
     MultiTurnWorkflow,
 )
-from rllm.workflows.workflow import (  # noqa: E402  # pyright: ignore[reportMissingImports]
+from rllm.workflows.workflow import (  # noqa: E402
     TerminationEvent,
     TerminationReason,
     Workflow,
@@ -50,7 +54,7 @@ class PatchgymSWEWorkflow(Workflow):  # type: ignore[misc]  # rLLM ships no type
         self,
         *args: Any,
         env_args: dict[str, Any] | None = None,
-        scaffold: str = "r2egym",
+        scaffold: str | None = None,
         tool_format: str | None = None,
         max_steps: int = 40,
         agent_args: dict[str, Any] | None = None,
@@ -58,46 +62,60 @@ class PatchgymSWEWorkflow(Workflow):  # type: ignore[misc]  # rLLM ships no type
     ) -> None:
         super().__init__(*args, **kwargs)
         self.env_args: dict[str, Any] = dict(env_args or {"sandbox": {"type": "local"}})
-        self.env_args.setdefault("scaffold", scaffold)
+        if scaffold is not None:  # None: env_args' scaffold, else EnvConfig's default
+            self.env_args.setdefault("scaffold", scaffold)
+        scaffold = self.env_args.get("scaffold", scaffold)
         self.max_steps = max_steps
         self.agent = PatchgymSWEAgent(scaffold, tool_format=tool_format, **(agent_args or {}))
 
     async def run(self, task: dict[str, Any], uid: str, **kwargs: Any) -> None:
         self.reset(task=task, uid=uid)
         env = PatchgymSWEEnv.from_dict({**task, **self.env_args, "idx": uid})
-        try:
-            obs, info = await env.areset()
-            self.agent.update_from_env(obs, 0.0, False, info)
-            reason = await self._loop(env, uid, **kwargs)
-            if reason in GRADED_AT_CUTOFF:
-                self.agent.set_final_reward(await env.acompute_final_reward())
-                self._check_infra(env, env.infra_error)
-            raise TerminationEvent(reason)
-        finally:
-            await env.aclose()
+        driver = EpisodeDriver(env, self.agent, max_turns=self.max_steps)
+        outcome = await driver.run(RllmTurns(self, uid, kwargs))
+        raise TerminationEvent(self._termination(outcome, env))
 
-    async def _loop(self, env: PatchgymSWEEnv, uid: str, **kwargs: Any) -> TerminationReason:
-        for _ in range(self.max_steps):
-            output = await self.rollout_engine.get_model_response(
-                self.agent.chat_completions, application_id=uid, **kwargs
-            )
-            action = self.agent.update_from_model(output.text)
-            step = self.agent.get_current_state()
-            if step is not None:
-                step.model_output = output
-            obs, reward, done, info = await env.astep(action)
-            self.agent.update_from_env(obs, reward, done, info)
-            self._check_infra(env, infra_error_of(info))
-            if done:
-                return TerminationReason.ENV_DONE
-            if getattr(output, "finish_reason", None) == "length":
-                return TerminationReason.MAX_RESPONSE_LENGTH_EXCEEDED
-        return TerminationReason.MAX_TURNS_EXCEEDED
+    def _termination(self, outcome: Outcome, env: PatchgymSWEEnv) -> Any:
+        """rLLM's termination reason; a masked outcome raises (infra_rule) instead."""
+        if outcome.masked:
+            why = outcome.infra_error or outcome.error or outcome.end_reason.value
+            self.agent.drop_steps_for_infra(why)
+            raise InfraEpisodeError(why, task_id=env.task.id if env.task else None)
+        if outcome.env_done_reason is None:  # a cutoff: the grade is the final reward
+            self.agent.set_final_reward(float(outcome.reward or 0.0))
+        return TERMINATION.get(outcome.end_reason, TerminationReason.ENV_DONE)
 
-    def _check_infra(self, env: PatchgymSWEEnv, infra_error: str | None) -> None:
-        if infra_error is not None:
-            self.agent.drop_steps_for_infra(infra_error)
-            raise InfraEpisodeError(infra_error, task_id=env.task.id if env.task else None)
+
+TERMINATION = {
+    EndReason.MAX_TURNS: TerminationReason.MAX_TURNS_EXCEEDED,
+    EndReason.FORMAT_ERROR: TerminationReason.MAX_TURNS_EXCEEDED,
+    EndReason.MAX_TOKENS: TerminationReason.MAX_RESPONSE_LENGTH_EXCEEDED,
+}
+"""Graded ends rLLM names apart; the others (submitted, timeout, context) are ENV_DONE."""
+
+
+class RllmTurns(Turns):
+    """rLLM's part of an episode: the workflow's ``rollout_engine`` answers each turn."""
+
+    def __init__(self, workflow: PatchgymSWEWorkflow, uid: str, kwargs: dict[str, Any]) -> None:
+        self.workflow = workflow
+        self.uid = uid
+        self.kwargs = kwargs
+        self._output: Any = None
+
+    async def generate(self) -> str | None:
+        if getattr(self._output, "finish_reason", None) == "length":
+            return None  # the last reply was cut: max_tokens
+        agent = self.workflow.agent
+        self._output = await self.workflow.rollout_engine.get_model_response(
+            agent.chat_completions, application_id=self.uid, **self.kwargs
+        )
+        return str(self._output.text)
+
+    async def acted(self, action: Any) -> None:
+        step = self.workflow.agent.get_current_state()
+        if step is not None:
+            step.model_output = self._output
 
 
 class PatchgymMultiTurnWorkflow(MultiTurnWorkflow):  # type: ignore[misc]  # rLLM ships no types

@@ -54,7 +54,7 @@ def env_reward(
 
 def grpo_args(cfg: AppConfig, out_dir: Path) -> Any:
     import torch
-    from trl import GRPOConfig  # type: ignore[attr-defined]
+    from trl import GRPOConfig  # type: ignore[attr-defined]  # trl's lazy __init__ hides its names from mypy
 
     t, a = cfg.train, cfg.algorithm
     return GRPOConfig(
@@ -86,7 +86,7 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOTrainer  # type: ignore[attr-defined]
+    from trl import GRPOTrainer  # type: ignore[attr-defined]  # trl's lazy __init__ hides its names from mypy
 
     started = time.monotonic()
     out_dir = out_dir.resolve()
@@ -101,7 +101,6 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
     start_params = {n: p.detach().clone() for n, p in model.named_parameters()}
     settings = RolloutSettings(
         scaffold=cfg.agent.scaffold,
-        max_turns=cfg.env.max_steps,
         max_new_tokens_per_turn=t.max_new_tokens_per_turn,
         max_completion_tokens=t.max_response_length,
         temperature=cfg.rollout.temperature,

@@ -11,9 +11,15 @@ apart from the environment's observation tokens (0). Per sample:
 2. each turn the trainer's own model generates from the running token ids (sampled,
    ``max_new_tokens_per_turn``), the decoded text is the agent's action, the
    observation is appended as chat-template tokens with mask 0;
-3. the reward is the environment's verdict on the final repository state (the hidden
-   tests graded in the sandbox); an infrastructure failure gives ``env_reward=None``
-   (TRL then gives the sample no advantage) and an all-zero mask.
+3. the loop is :class:`patchgym_agents.driver.EpisodeDriver` (shared with every engine);
+   the reward is the environment's verdict on the final repository state (the hidden
+   tests graded in the sandbox, also after a turn or token cutoff); a masked outcome
+   (infrastructure failure anywhere, grading included) gives ``env_reward=None`` (TRL
+   then gives the sample no advantage) and an all-zero mask.
+
+Generation is one narrow seam, :data:`TokenGenerate` (context token ids and a token
+budget in, the new token ids out): by default the trainer's model in a worker thread; a
+batched generator plugs in there without touching the loop.
 
 Smoke-test device, never for real training: with ``force_gold`` > 0 the first
 ``force_gold`` samples of each group take their actions from
@@ -28,15 +34,20 @@ generation runs in a worker thread; nothing here calls ``asyncio.run``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from patchgym_agents import EpisodeContext, GoldPatchPolicy, make_agent
+from patchgym_agents import EpisodeContext, GoldPatchPolicy, SWEAgent, make_agent
+from patchgym_agents.defaults import TEMPERATURE
+from patchgym_agents.driver import EndReason, EnvStep, EpisodeDriver, Turns
 from patchgym_envs import EnvConfig, SWEEnv, Task
 from patchgym_envs.looprunner import LoopRunner
-from patchgym_sandbox import InfraError, SandboxClosed
+
+TokenGenerate = Callable[[list[int], int], Awaitable[list[int]]]
+"""``generate(context_ids, max_new_tokens) -> new_ids``: one sampled assistant turn (ending
+at the end-of-turn token when the model wrote it)."""
 
 
 class RolloutSettings(BaseModel):
@@ -45,10 +56,11 @@ class RolloutSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scaffold: str
-    max_turns: int
     max_new_tokens_per_turn: int
     max_completion_tokens: int
-    temperature: float = 1.0
+    max_turns: int | None = None
+    """A turn limit below the env's ``max_steps`` (None: ``env.max_steps`` decides)."""
+    temperature: float = TEMPERATURE
     force_gold: int = 0
     num_generations: int = 1
 
@@ -64,7 +76,7 @@ class Episode(BaseModel):
     resolved: bool
     forced_gold: bool
     turns: int
-    stop: str
+    stop: EndReason
     infra_error: str | None = None
 
 
@@ -107,7 +119,7 @@ class EpisodeRollout:
         self._runner.stop()
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        from trl.models import unwrap_model_for_generation  # type: ignore[attr-defined]
+        from trl.models import unwrap_model_for_generation  # type: ignore[attr-defined]  # trl's lazy __init__ hides its names from mypy
 
         self._calls += 1
         with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
@@ -144,84 +156,44 @@ class EpisodeRollout:
             out.append(await self._episode(task, model, f"trl{self._calls}-{i}", forced))
         return out
 
-    async def _episode(self, task: Task, model: Any, idx: str, forced: bool) -> Episode:
+    async def _episode(
+        self,
+        task: Task,
+        model: Any,
+        idx: str,
+        forced: bool,
+        *,
+        generate: TokenGenerate | None = None,
+    ) -> Episode:
+        """One sample; ``generate`` (default: ``model`` in a worker thread) writes its turns."""
         s, tok = self.settings, self.tokenizer
         env = SWEEnv(task, idx=idx, config=self.env)
         agent = make_agent(s.scaffold, tool_format="text", workdir=task.workdir)
+        if generate is None:
+
+            async def generate(context: list[int], n: int) -> list[int]:
+                return await asyncio.to_thread(self._generate, model, context, n)
+
         gold = GoldPatchPolicy() if forced else None
-        ctx = EpisodeContext(task=task, scaffold=agent.scaffold, tool_format="text")
-        prompt_ids: list[int] = []
-        ids: list[int] = []
-        mask: list[int] = []
-        reward: float | None = 0.0
-        resolved, turns, stop, infra = False, 0, "max_turns", None
-        try:
-            obs, info = await env.areset()
-            agent.update_from_env(obs, 0.0, False, info)
-            prompt_ids = self._encode(self._render(agent.messages, True))
-            done = False
-            while not done and turns < s.max_turns:
-                budget = s.max_completion_tokens - len(ids)
-                if budget <= 0:
-                    stop = "max_completion_tokens"
-                    break
-                new = await self._act(gold, ctx, agent.messages, model, prompt_ids + ids, budget)
-                new = new[:budget]
-                ids, mask, turns = ids + new, mask + [1] * len(new), turns + 1
-                before = [dict(m) for m in agent.messages]
-                action = agent.update_from_model(tok.decode(new, skip_special_tokens=True))
-                obs, reward, done, info = await env.astep(action)
-                agent.update_from_env(obs, reward, done, info)
-                if done:
-                    stop = str(info.get("done_reason", "done"))
-                    break
-                context = self._context_tokens(
-                    before, agent.messages, ended=new[-1:] == [tok.eos_token_id]
-                )
-                context = context[: max(0, s.max_completion_tokens - len(ids))]
-                ids, mask = ids + context, mask + [0] * len(context)
-            if not env.done:
-                reward = await env.acompute_final_reward()
-                info = {"verdict": env.verdict.model_dump(mode="json")} if env.verdict else {}
-            resolved = bool(info.get("resolved", (info.get("verdict") or {}).get("resolved")))
-            if info.get("infra_error"):
-                infra = str(info["infra_error"])
-        except (InfraError, SandboxClosed) as exc:
-            infra = f"{type(exc).__name__}: {exc}"
-        finally:
-            await env.aclose()
-        if infra is not None:
-            reward, resolved, mask = None, False, [0] * len(ids)
+        turns = TrlTurns(self, agent, task, generate, gold)
+        outcome = await EpisodeDriver(env, agent, max_turns=s.max_turns).run(turns)
+        ids, mask = turns.ids, turns.mask
+        if outcome.masked:
+            mask = [0] * len(ids)
         if not ids:  # TRL needs one completion token per sample
             ids, mask = [tok.eos_token_id], [0]
         return Episode(
             task_id=task.id,
-            prompt_ids=prompt_ids,
+            prompt_ids=turns.prompt_ids,
             completion_ids=ids,
             env_mask=mask,
-            reward=None if reward is None else float(reward),
-            resolved=resolved,
+            reward=outcome.reward,
+            resolved=bool(outcome.resolved),
             forced_gold=forced,
-            turns=turns,
-            stop=stop,
-            infra_error=infra,
+            turns=outcome.turns,
+            stop=outcome.end_reason,
+            infra_error=outcome.infra_error,
         )
-
-    async def _act(
-        self,
-        gold: GoldPatchPolicy | None,
-        ctx: EpisodeContext,
-        messages: list[dict[str, Any]],
-        model: Any,
-        context: list[int],
-        budget: int,
-    ) -> list[int]:
-        """The next assistant turn's tokens: the gold policy's action, else the model's sample."""
-        if gold is not None:
-            reply = await gold.generate(messages, tools=None, episode=ctx)
-            return [*self._encode(reply.content), self.tokenizer.eos_token_id]
-        n = min(budget, self.settings.max_new_tokens_per_turn)
-        return await asyncio.to_thread(self._generate, model, context, n)
 
     # -- tokens ------------------------------------------------------------------------
     def _render(self, messages: list[dict[str, Any]], generation_prompt: bool) -> str:
@@ -270,3 +242,56 @@ class EpisodeRollout:
         if tok.eos_token_id in new:
             new = new[: new.index(tok.eos_token_id) + 1]
         return new
+
+
+class TrlTurns(Turns):
+    """TRL's part of an episode: token ids in and out, observations as mask-0 template tokens.
+
+    ``generate`` answers None once ``max_completion_tokens`` is spent.
+    """
+
+    def __init__(
+        self,
+        rollout: EpisodeRollout,
+        agent: SWEAgent,
+        task: Task,
+        generate: TokenGenerate,
+        gold: GoldPatchPolicy | None,
+    ) -> None:
+        self.r = rollout
+        self.agent = agent
+        self.gen = generate
+        self.gold = gold
+        self.ctx = EpisodeContext(task=task, scaffold=agent.scaffold, tool_format="text")
+        self.prompt_ids: list[int] = []
+        self.ids: list[int] = []
+        self.mask: list[int] = []
+        self._before: list[dict[str, Any]] = []
+        self._ended = False
+
+    async def generate(self) -> str | None:
+        r, s = self.r, self.r.settings
+        if not self.prompt_ids:
+            self.prompt_ids = r._encode(r._render(self.agent.messages, True))
+        budget = s.max_completion_tokens - len(self.ids)
+        if budget <= 0:
+            return None
+        if self.gold is not None:
+            reply = await self.gold.generate(self.agent.messages, tools=None, episode=self.ctx)
+            new = [*r._encode(reply.content), r.tokenizer.eos_token_id]
+        else:
+            context = self.prompt_ids + self.ids
+            new = await self.gen(context, min(budget, s.max_new_tokens_per_turn))
+        new = new[:budget]
+        self.ids, self.mask = self.ids + new, self.mask + [1] * len(new)
+        self._ended = new[-1:] == [r.tokenizer.eos_token_id]
+        return str(r.tokenizer.decode(new, skip_special_tokens=True))
+
+    async def acted(self, action: Any) -> None:
+        self._before = [dict(m) for m in self.agent.messages]  # ends with the assistant turn
+
+    async def observed(self, step: EnvStep) -> None:
+        r = self.r
+        context = r._context_tokens(self._before, self.agent.messages, ended=self._ended)
+        context = context[: max(0, r.settings.max_completion_tokens - len(self.ids))]
+        self.ids, self.mask = self.ids + context, self.mask + [0] * len(context)

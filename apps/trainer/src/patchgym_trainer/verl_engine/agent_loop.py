@@ -10,10 +10,11 @@ entry (``env_args``, ``agent``) are our settings (see :mod:`.launch`). Per sampl
 3. each turn the server manager generates from the running token ids; those tokens go
    into the response with mask 1; the decoded text is the agent's action; the tool
    observation is appended as a chat message whose template tokens get mask 0;
-4. at the end the verdict's reward is the sample's ``reward_score``; an infrastructure
-   failure (lost sandbox, image missing, ...) zeroes the whole response mask and sets
-   ``extra_fields["reward_valid"] = False`` so no gradient comes from a fake 0 (the rule
-   shared with the rLLM adapters: :mod:`patchgym_trainer.infra_rule`).
+4. the loop itself is :class:`patchgym_agents.driver.EpisodeDriver` (shared with every
+   engine); this module supplies only the token plumbing (:class:`VerlTurns`). A masked
+   outcome (infrastructure failure: lost sandbox, image missing, failed grading, ...)
+   zeroes the whole response mask and sets ``extra_fields["reward_valid"] = False`` so
+   no gradient comes from a fake 0 (:mod:`patchgym_trainer.infra_rule`).
 
 The sandbox is created lazily by :class:`patchgym_envs.SWEEnv` and always closed in
 ``finally``. Everything is awaited on verl's loop; nothing here calls ``asyncio.run``.
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import weakref
 from collections.abc import Mapping
 from typing import Any
@@ -43,20 +43,18 @@ from verl.experimental.agent_loop.agent_loop import (
 )
 
 from patchgym_agents import SWEAgent, make_agent
+from patchgym_agents.driver import EnvStep, EpisodeDriver, Outcome, Turns
 from patchgym_envs import EnvConfig, SWEEnv, Task
 from patchgym_envs.env import Provision
 from patchgym_sandbox import (
     BackendConfig,
-    InfraError,
     Sandbox,
     SandboxBackend,
-    SandboxClosed,
     SandboxGroups,
     SandboxSpec,
     create_backend,
     load_config,
 )
-from patchgym_trainer.infra_rule import infra_error_of
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +119,11 @@ class SWEAgentLoop(AgentLoopBase):
             node["scaffold"] = agent_cfg["scaffold"]
         self.env = EnvConfig.model_validate(node)  # validated once per worker, shared by samples
         self.scaffold: str = self.env.scaffold
-        self.max_turns: int = int(agent_cfg.get("max_turns", self.env.max_steps))
+        if "max_turns" in agent_cfg:
+            raise ValueError(
+                "the agent loop's step limit is env_args.max_steps, not agent.max_turns"
+            )
+        self.max_turns: int = self.env.max_steps
         self.sandbox_groups: bool = bool(agent_cfg.get("sandbox_groups", True))
         self.prompt_length: int = int(self.rollout_config.prompt_length)
         self.response_length: int = int(self.rollout_config.response_length)
@@ -129,138 +131,116 @@ class SWEAgentLoop(AgentLoopBase):
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         task = task_from_extra_info(kwargs.get("extra_info"))
         request_id = uuid4().hex
-        metrics: dict[str, Any] = {"generate_sequences": 0.0, "tool_calls": 0.0}
         extra: dict[str, Any] = {}
         if self.sandbox_groups:
             backend, groups = shared_groups(self.env.sandbox)
             extra = {"backend": backend, "provision": group_provision(task.id, groups)}
         env = SWEEnv(task, config=self.env, idx=f"verl-{request_id[:8]}", **extra)
         agent = make_agent(self.scaffold, tool_format="text", workdir=task.workdir)
-        prompt_len = 0
-        token_ids: list[int] = []
-        mask: list[int] = []
-        logprobs: list[float] = []
-        reward = 0.0
-        info: dict[str, Any] = {}
-        infra_error: str | None = None
-        turns = 0
-        stop = "max_turns"
-        try:
-            obs, info = await env.areset()
-            agent.update_from_env(obs, 0.0, False, info)
-            token_ids = await self.ct_build_initial_tokens(agent.messages)
-            prompt_len = len(token_ids)
-            done = False
-            while not done and turns < self.max_turns:
-                budget = self.response_length - len(mask)
-                if budget <= 0:
-                    stop = "response_length"
-                    break
-                params = {**sampling_params, "max_tokens": budget}
-                t0 = time.monotonic()
-                with env.phases.phase("generation"):
-                    out = await self.server_manager.generate(
-                        request_id=request_id, prompt_ids=token_ids, sampling_params=params
-                    )
-                metrics["generate_sequences"] += time.monotonic() - t0
-                merged, mask, new_lp = await self.ct_merge_assistant_token(
-                    token_ids,
-                    list(out.token_ids),
-                    mask,
-                    logprobs if (logprobs or out.log_probs) else None,
-                    assistant_logprobs=list(out.log_probs) if out.log_probs else None,
-                )
-                token_ids = merged.token_ids
-                if new_lp is not None:
-                    logprobs = list(new_lp)
-                turns += 1
-                tokenizer: Any = self.tokenizer
-                text = tokenizer.decode(out.token_ids, skip_special_tokens=True)
-                action = agent.update_from_model(text)
-                before = agent.messages  # ends with the assistant turn just generated
-                t0 = time.monotonic()
-                obs, reward, done, info = await env.astep(action)
-                metrics["tool_calls"] += time.monotonic() - t0
-                agent.update_from_env(obs, reward, done, info)
-                if done:
-                    stop = str(info.get("done_reason", "done"))
-                    break
-                if len(mask) >= self.response_length:
-                    stop = "response_length"
-                    break
-                merged, mask, new_lp = await self.ct_merge_context_msg(
-                    before, agent.messages, token_ids, mask, logprobs if logprobs else None
-                )
-                token_ids = merged.token_ids
-                if new_lp is not None and logprobs:
-                    logprobs = list(new_lp)
-            if not env.done:
-                reward = await env.acompute_final_reward()
-                info = {"verdict": env.verdict.model_dump(mode="json")} if env.verdict else {}
-            infra_error = infra_error_of(info) or env.infra_error  # patchgym_trainer.infra_rule
-        except (InfraError, SandboxClosed) as exc:
-            infra_error = f"{type(exc).__name__}: {exc}"
-        finally:
-            await env.aclose()
-        metrics["sandbox_s"] = env.phases.sandbox_s
-        return self._output(
-            token_ids,
-            prompt_len,
-            mask,
-            logprobs,
-            reward=reward,
-            infra_error=infra_error,
-            turns=turns,
-            stop=stop,
-            task=task,
-            agent=agent,
-            info=info,
-            metrics=metrics,
-        )
+        turns = VerlTurns(self, agent, request_id, sampling_params)
+        outcome = await EpisodeDriver(env, agent, max_turns=self.max_turns).run(turns)
+        return self._output(turns, outcome, task=task, agent=agent, sandbox_s=env.phases.sandbox_s)
 
     def _output(
         self,
-        token_ids: list[int],
-        prompt_len: int,
-        mask: list[int],
-        logprobs: list[float],
+        turns: VerlTurns,
+        outcome: Outcome,
         *,
-        reward: float,
-        infra_error: str | None,
-        turns: int,
-        stop: str,
         task: Task,
         agent: SWEAgent,
-        info: dict[str, Any],
-        metrics: dict[str, Any],
+        sandbox_s: float,
     ) -> AgentLoopOutput:
+        token_ids, prompt_len, logprobs = turns.token_ids, turns.prompt_len, turns.logprobs
         prompt_ids = token_ids[:prompt_len][-self.prompt_length :]
         response_ids = token_ids[prompt_len:][: self.response_length]
-        response_mask = list(mask[: self.response_length])
-        valid = infra_error is None
+        response_mask = list(turns.mask[: self.response_length])
+        valid = not outcome.masked
         if not valid:
             response_mask = [0] * len(response_ids)
-            reward = 0.0
-        verdict = info.get("verdict") or {}
+        t = outcome.timings
         return AgentLoopOutput(
             prompt_ids=prompt_ids,
             response_ids=response_ids,
             response_mask=response_mask,
             response_logprobs=logprobs[: self.response_length] if logprobs else None,
-            reward_score=float(reward),
-            num_turns=2 * turns + 1,
+            reward_score=float(outcome.reward or 0.0),
+            num_turns=2 * outcome.turns + 1,
             metrics=AgentLoopMetrics(
-                generate_sequences=float(metrics["generate_sequences"]),
-                tool_calls=float(metrics["tool_calls"]),
+                generate_sequences=float(t.model_s),
+                tool_calls=float(t.sandbox_s + t.tools_s + t.grading_s),
             ),
             extra_fields={
                 "task_id": task.id,
                 "reward_valid": valid,
-                "infra_error": infra_error or "",
-                "resolved": bool(verdict.get("resolved", False)) if valid else False,
-                "stop_reason": stop,
+                "infra_error": outcome.infra_error or "",
+                "resolved": bool(outcome.resolved),
+                "stop_reason": outcome.end_reason.value,
                 "format_errors": agent.format_errors,
-                "turns": turns,
-                "sandbox_s": round(float(metrics["sandbox_s"]), 3),
+                "turns": outcome.turns,
+                "sandbox_s": round(float(sandbox_s), 3),
             },
         )
+
+
+class VerlTurns(Turns):
+    """verl's part of an episode: generation on its server manager, Continuous Token merges.
+
+    The model's tokens enter the response with mask 1; an observation's chat-template
+    tokens with mask 0. ``generate`` answers None when ``response_length`` is spent.
+    """
+
+    def __init__(
+        self, loop: SWEAgentLoop, agent: SWEAgent, request_id: str, sampling: dict[str, Any]
+    ) -> None:
+        self.loop = loop
+        self.agent = agent
+        self.request_id = request_id
+        self.sampling = sampling
+        self.token_ids: list[int] = []
+        self.prompt_len = 0
+        self.mask: list[int] = []
+        self.logprobs: list[float] = []
+        self._before: list[dict[str, Any]] = []
+
+    async def generate(self) -> str | None:
+        loop = self.loop
+        if not self.token_ids:
+            self.token_ids = await loop.ct_build_initial_tokens(self.agent.messages)
+            self.prompt_len = len(self.token_ids)
+        budget = loop.response_length - len(self.mask)
+        if budget <= 0:
+            return None
+        out = await loop.server_manager.generate(
+            request_id=self.request_id,
+            prompt_ids=self.token_ids,
+            sampling_params={**self.sampling, "max_tokens": budget},
+        )
+        merged, self.mask, new_lp = await loop.ct_merge_assistant_token(
+            self.token_ids,
+            list(out.token_ids),
+            self.mask,
+            self.logprobs if (self.logprobs or out.log_probs) else None,
+            assistant_logprobs=list(out.log_probs) if out.log_probs else None,
+        )
+        self.token_ids = merged.token_ids
+        if new_lp is not None:
+            self.logprobs = list(new_lp)
+        tokenizer: Any = loop.tokenizer
+        return str(tokenizer.decode(out.token_ids, skip_special_tokens=True))
+
+    async def acted(self, action: Any) -> None:
+        self._before = self.agent.messages  # ends with the assistant turn just generated
+
+    async def observed(self, step: EnvStep) -> None:
+        if len(self.mask) >= self.loop.response_length:
+            return  # the next generate ends the episode (max_tokens)
+        merged, self.mask, new_lp = await self.loop.ct_merge_context_msg(
+            self._before,
+            self.agent.messages,
+            self.token_ids,
+            self.mask,
+            self.logprobs if self.logprobs else None,
+        )
+        self.token_ids = merged.token_ids
+        if new_lp is not None and self.logprobs:
+            self.logprobs = list(new_lp)

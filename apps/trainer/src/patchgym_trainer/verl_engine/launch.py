@@ -63,7 +63,7 @@ def agent_loop_entries(cfg: AppConfig) -> list[dict[str, object]]:
             "name": AGENT_NAME,
             "_target_": AGENT_LOOP_TARGET,
             "env_args": env_args,
-            "agent": {"scaffold": cfg.agent.scaffold, "max_turns": cfg.env.max_steps},
+            "agent": {"scaffold": cfg.agent.scaffold},
         }
     ]
 

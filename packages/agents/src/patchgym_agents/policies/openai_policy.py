@@ -20,6 +20,7 @@ from typing import Any
 import openai
 from pydantic import BaseModel, ConfigDict, Field
 
+from patchgym_agents.defaults import MODEL_TIMEOUT_S, TEMPERATURE
 from patchgym_agents.policies.base import (
     ContextLengthExceeded,
     EpisodeContext,
@@ -52,7 +53,8 @@ def _transient(exc: BaseException) -> bool:
 class Sampling(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    temperature: float | None = 0.7
+    temperature: float | None = TEMPERATURE
+    """None: the server's default."""
     top_p: float | None = None
     max_tokens: int | None = Field(default=None, gt=0)
     stop: list[str] | None = None
@@ -71,7 +73,7 @@ class OpenAIPolicy(Policy):
         base_url: str | None = None,
         api_key: str | None = None,
         sampling: Sampling | dict[str, Any] | None = None,
-        timeout_s: float = 300.0,
+        model_timeout_s: float | None = None,
         max_retries: int = 5,
         backoff_s: float = 1.0,
         backoff_max_s: float = 60.0,
@@ -88,7 +90,10 @@ class OpenAIPolicy(Policy):
             retry_after_max_s=backoff_max_s,
         )
         self._client = client or openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0
+            base_url=base_url,
+            api_key=api_key or "EMPTY",
+            timeout=MODEL_TIMEOUT_S if model_timeout_s is None else model_timeout_s,
+            max_retries=0,
         )
 
     async def generate(

@@ -8,11 +8,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 from rich.console import Console
 
-from patchgym_agents.envs_api import EnvConfig, Task, bundled_tasks, load_tasks
+from patchgym_agents.envs_api import EnvConfig, Task, bundled_tasks, default_of, load_tasks
 from patchgym_agents.policies import GoldPatchPolicy, OpenAIPolicy, Policy, Sampling
 from patchgym_agents.rollout.config import RolloutConfig
 from patchgym_agents.rollout.runner import rollout
@@ -38,16 +39,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="rules: graph-planner's rule-based planner (no model)",
     )
     p.add_argument(
-        "--scaffold", default="r2egym", help="r2egym | sweagent | debug-gym | graph-planner"
+        "--scaffold",
+        default=None,
+        help="r2egym | sweagent | debug-gym | graph-planner (default: EnvConfig's)",
     )
     p.add_argument("--tool-format", choices=["text", "native"], default=None)
     p.add_argument("--sandbox", default='{"type": "local"}', help="backend config as JSON")
     p.add_argument("--samples", "-k", type=int, default=1)
-    p.add_argument("--concurrency", "-c", type=int, default=8)
+    p.add_argument("--concurrency", "-c", type=int, default=None, help="default: RolloutConfig's")
     p.add_argument("--max-steps", type=int, default=None, help="default: EnvConfig's")
     p.add_argument("--episode-timeout", type=float, default=None, help="seconds per episode")
     p.add_argument("--step-timeout", type=float, default=None, help="seconds per tool command")
-    p.add_argument("--model-timeout", type=float, default=600.0, help="seconds per model call")
+    p.add_argument(
+        "--model-timeout",
+        "--request-timeout",
+        dest="model_timeout",
+        type=float,
+        default=None,
+        help="seconds per model call (default: RolloutConfig's)",
+    )
     p.add_argument("--infra-retries", type=int, default=2)
     p.add_argument("--max-context-tokens", type=int, default=None)
     p.add_argument("--out", type=Path, default=Path("rollouts"), help="output folder")
@@ -57,12 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--model", default=None)
     g.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"))
     g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var holding the key")
-    g.add_argument("--temperature", type=float, default=0.7)
+    g.add_argument("--temperature", type=float, default=None, help="default: Sampling's")
     g.add_argument("--top-p", type=float, default=None)
     g.add_argument("--max-tokens", type=int, default=None)
-    g.add_argument("--request-timeout", type=float, default=300.0)
     g.add_argument("--retries", type=int, default=5)
     return p
+
+
+def given(**settings: Any) -> dict[str, Any]:
+    """The settings set on the command line (None: the configured default)."""
+    return {k: v for k, v in settings.items() if v is not None}
 
 
 def load(args: argparse.Namespace) -> list[Task]:
@@ -80,7 +94,7 @@ def make_policy(args: argparse.Namespace) -> Policy:
     if args.policy == "rules":
         from patchgym_agents.graph_planner.policy import RulePlannerPolicy
 
-        if args.scaffold.replace("_", "-") != "graph-planner":
+        if (args.scaffold or default_of("scaffold")).replace("_", "-") != "graph-planner":
             raise SystemExit("--policy rules needs --scaffold graph-planner")
         return RulePlannerPolicy()
     if not args.model:
@@ -90,9 +104,9 @@ def make_policy(args: argparse.Namespace) -> Policy:
         base_url=args.base_url,
         api_key=os.environ.get(args.api_key_env),
         sampling=Sampling(
-            temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens
+            **given(temperature=args.temperature), top_p=args.top_p, max_tokens=args.max_tokens
         ),
-        timeout_s=args.request_timeout,
+        model_timeout_s=args.model_timeout,
         max_retries=args.retries,
     )
 
@@ -109,11 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         "step_timeout_s": args.step_timeout,
     }
     try:
-        env = EnvConfig(
-            sandbox=sandbox,
-            scaffold=args.scaffold,
-            **{k: v for k, v in limits.items() if v is not None},
-        )
+        env = EnvConfig(sandbox=sandbox, **given(scaffold=args.scaffold, **limits))
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
@@ -122,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         env=env,
         tool_format=args.tool_format,
         samples=args.samples,
-        concurrency=args.concurrency,
-        model_timeout_s=args.model_timeout,
+        **given(concurrency=args.concurrency, model_timeout_s=args.model_timeout),
         infra_retries=args.infra_retries,
         max_context_tokens=args.max_context_tokens,
         output_dir=args.out,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from patchgym_agents.defaults import CONCURRENCY, MODEL_TIMEOUT_S
 from patchgym_agents.envs_api import EnvConfig
 from patchgym_agents.scaffolds import ToolFormat
 
@@ -23,9 +24,10 @@ class RolloutConfig(BaseModel):
     """K samples per task."""
     sandbox_groups: bool = True
     """Make the sandboxes of a task's samples as one group (``backend.create_group``)."""
-    concurrency: int = Field(default=8, ge=1)
-    """Most episodes (so sandboxes) at once."""
-    model_timeout_s: float = Field(default=600.0, gt=0)
+    concurrency: int = Field(default=CONCURRENCY, ge=1)
+    """Most episodes (so sandboxes) at once (the trainer's ``validate.concurrency`` and
+    ``rollout.concurrency`` default to this)."""
+    model_timeout_s: float = Field(default=MODEL_TIMEOUT_S, gt=0)
     """Deadline of one policy call."""
     infra_retries: int = Field(default=2, ge=0)
     """Extra attempts for an episode that failed on infrastructure."""

@@ -38,7 +38,7 @@ async def probe_gold(task: Task, backend: SandboxBackend) -> Probe:
         run = await plan.run(sandbox)
         if not hasattr(run, "log"):
             raise BuildFailed(f"probe run failed: {getattr(run, 'infra_error', run)}")
-        verdict = plan.grade_run(run, patch=task.gold_patch)  # type: ignore[arg-type]
+        verdict = plan.grade_run(run, patch=task.gold_patch)  # type: ignore[arg-type]  # hasattr(run, 'log') above narrows the run result
     finally:
         await sandbox.close()
     if verdict.parsed == 0:

@@ -43,8 +43,8 @@ class StandinApp:
         self.control = ControlPlane(self.registry)
         self.rest = Starlette(routes=[*self.control.routes(), *FilesApi(self.registry).routes()])
         self.rpc: dict[str, Any] = {
-            "/process.Process/": ProcessASGIApplication(ProcessService(self.registry)),  # type: ignore[arg-type]
-            "/filesystem.Filesystem/": FilesystemASGIApplication(FilesystemService(self.registry)),  # type: ignore[arg-type]
+            "/process.Process/": ProcessASGIApplication(ProcessService(self.registry)),  # type: ignore[arg-type]  # connect-python's ASGI apps are typed for its generated service protocols
+            "/filesystem.Filesystem/": FilesystemASGIApplication(FilesystemService(self.registry)),  # type: ignore[arg-type]  # connect-python's ASGI apps are typed for its generated service protocols
         }
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:

@@ -21,7 +21,7 @@ def default_state_dir() -> Path:
 class LocalConfig(BackendConfig):
     """Processes on this machine, a copy-on-write working copy of the template per sandbox."""
 
-    type: Literal["local"] = "local"  # pyright: ignore[reportIncompatibleVariableOverride]
+    type: Literal["local"] = "local"
     state_dir: Path = Field(default_factory=default_state_dir)
     """Where working copies and lease records live; ``reap`` scans it."""
     copy_mode: Literal["auto", "overlay", "copy"] = "auto"

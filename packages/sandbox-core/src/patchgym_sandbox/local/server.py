@@ -75,8 +75,8 @@ class ServerConnection(ServerClient):
             raise SandboxLost(self._dead)
         try:
             with self._write_lock:
-                self.proc.stdin.write(line)  # type: ignore[union-attr]
-                self.proc.stdin.flush()  # type: ignore[union-attr]
+                self.proc.stdin.write(line)  # type: ignore[union-attr]  # spawned with stdin=PIPE
+                self.proc.stdin.flush()  # type: ignore[union-attr]  # spawned with stdin=PIPE
         except (OSError, ValueError) as exc:
             raise SandboxLost(f"local sandbox {self.sandbox_id} is gone: {exc}") from exc
 
@@ -142,7 +142,7 @@ class ServerConnection(ServerClient):
         with contextlib.suppress(OSError):
             os.kill(self.init_pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
-            self.proc.stdin.close()  # type: ignore[union-attr]
+            self.proc.stdin.close()  # type: ignore[union-attr]  # spawned with stdin=PIPE
         with contextlib.suppress(OSError):
             self.proc.kill()
         self.proc.wait()
@@ -219,7 +219,7 @@ def launch(
         os.close(block_w)
         os.close(info_r)
     conn = ServerConnection(proc=proc, init_pid=init_pid, sandbox_id=sandbox_id)
-    line = proc.stdout.readline()  # type: ignore[union-attr]
+    line = proc.stdout.readline()  # type: ignore[union-attr]  # spawned with stdout=PIPE
     if not line.startswith(b"- READY"):
         conn.kill()
         raise IsolationUnavailable(

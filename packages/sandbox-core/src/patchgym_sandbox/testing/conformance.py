@@ -245,7 +245,7 @@ class SandboxConformance(BackendSuite, PoolConformance, ForkConformance):
         )
         try:
             line = await asyncio.wait_for(
-                asyncio.to_thread(proc.stdout.readline),  # type: ignore[union-attr]
+                asyncio.to_thread(proc.stdout.readline),  # type: ignore[union-attr]  # spawned with stdout=PIPE
                 self.driver_ready_timeout,
             )
             assert line.startswith("READY"), f"driver failed: {line!r}"

@@ -15,9 +15,9 @@ from patchgym_sandbox.spec import SandboxSpec
 
 
 async def _main(args: dict[str, object]) -> None:
-    backend = create_backend(args["config"])  # type: ignore[arg-type]
+    backend = create_backend(args["config"])  # type: ignore[arg-type]  # args is parsed JSON
     spec = SandboxSpec.model_validate(args["spec"])
-    boxes = [backend.sandbox(spec, run_id=str(args["run_id"])) for _ in range(int(args["n"]))]  # type: ignore[call-overload]
+    boxes = [backend.sandbox(spec, run_id=str(args["run_id"])) for _ in range(int(args["n"]))]  # type: ignore[call-overload]  # args is parsed JSON
     await asyncio.gather(*(b.start() for b in boxes))
     await asyncio.gather(*(b.exec("true", timeout=60) for b in boxes))
     print("READY", " ".join(b.id for b in boxes), flush=True)
