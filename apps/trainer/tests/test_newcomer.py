@@ -95,7 +95,7 @@ def test_config_lines_are_not_padded() -> None:
     res = patchgym("config")
     assert res.returncode == 0
     lines = res.stdout.splitlines()
-    assert "  max_steps: null" in lines
+    assert any(line.startswith("  max_steps: ") for line in lines)  # the value in effect
     assert not [line for line in lines if line != line.rstrip()]
 
 
