@@ -118,3 +118,13 @@ async def test_v2_limits_are_written_and_enforced(tmp_path: Path) -> None:
         assert "fork" in forks.stdout + forks.stderr or "Resource" in forks.stdout + forks.stderr
         assert len(cgroups.pids([d])) <= 64
     assert not d.exists()
+
+
+def test_preflight_row_names_the_layout() -> None:
+    from patchgym_sandbox import load_config
+
+    rows = {r.name: r for r in load_config({"type": "local"}).checks()}
+    assert rows["cgroups"].detail == cgroups.layout().describe()
+    assert "cgroups" not in {
+        r.name for r in load_config({"type": "local", "isolation": "none"}).checks()
+    }

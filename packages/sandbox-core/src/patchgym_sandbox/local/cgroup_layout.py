@@ -44,7 +44,9 @@ class Layout:
 
     def describe(self) -> str:
         if self.version == "v1":
-            return "cgroup v1" + (" (hybrid: v2 mounted without controllers)" if self.hybrid else "")
+            return "cgroup v1" + (
+                " (hybrid: v2 mounted without controllers)" if self.hybrid else ""
+            )
         if self.version == "none":
             return f"no cgroup hierarchy mounted at {self.root}"
         if self.parent is None:
@@ -121,7 +123,9 @@ def setup_v2(root: Path, own: str, override: str | None) -> Layout:
     problem = None
     for group in chain:
         problem = problem or _enable(group, wanted)
-    enabled = frozenset(V2_CONTROLLERS) & set((parent / "cgroup.subtree_control").read_text().split())
+    enabled = frozenset(V2_CONTROLLERS) & set(
+        (parent / "cgroup.subtree_control").read_text().split()
+    )
     missing = sorted(set(V2_CONTROLLERS) - enabled)
     if missing and problem is None:
         problem = f"controllers {', '.join(missing)} are not available in {chain[0]}"

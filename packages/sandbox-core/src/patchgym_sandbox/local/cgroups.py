@@ -31,7 +31,17 @@ from patchgym_sandbox.local import cgroup_v2
 from patchgym_sandbox.local.cgroup_layout import CGROUP_ROOT, Layout, layout
 from patchgym_sandbox.spec import Resources
 
-__all__ = ["CGROUP_ROOT", "Layout", "add", "create", "layout", "parent_for", "pids", "remove", "sweep"]
+__all__ = [
+    "CGROUP_ROOT",
+    "Layout",
+    "add",
+    "create",
+    "layout",
+    "parent_for",
+    "pids",
+    "remove",
+    "sweep",
+]
 CPU_PERIOD_US = 100_000
 ALWAYS = ("cpu", "pids")
 """Joined whenever writable, limit or not: ``pids`` to find and kill, ``cpu`` for the
