@@ -60,7 +60,7 @@ def create(lay: Layout, sandbox_id: str, res: Resources) -> Path | None:
     d = lay.parent / sandbox_id
     d.mkdir()
     try:
-        for controller, files in wanted.items():
+        for files in wanted.values():
             for name, value in files.items():
                 f = d / name
                 if name == "memory.swap.max" and not f.exists():
