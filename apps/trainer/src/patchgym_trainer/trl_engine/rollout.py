@@ -21,8 +21,10 @@ Smoke-test device, never for real training: with ``force_gold`` > 0 the first
 through the scaffold's tools, those tokens masked 1), so a random model's group still
 holds a resolved episode and the group advantage is non-zero.
 
-Episodes run on one private event loop (:class:`patchgym_envs.looprunner.LoopRunner`);
-generation runs in a worker thread; nothing here calls ``asyncio.run``.
+Episodes run on one private event loop (:class:`patchgym_envs.looprunner.LoopRunner`),
+concurrently, and each turn's generation is batched across the live episodes
+(:class:`.generate.BatchedGenerator`, in a worker thread); nothing here calls
+``asyncio.run``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from patchgym_agents import EpisodeContext, GoldPatchPolicy, make_agent
 from patchgym_envs import EnvConfig, SWEEnv, Task
 from patchgym_envs.looprunner import LoopRunner
 from patchgym_sandbox import InfraError, SandboxClosed
+from patchgym_trainer.trl_engine.generate import BatchedGenerator, hf_batch_fn
 
 
 class RolloutSettings(BaseModel):
@@ -51,6 +54,9 @@ class RolloutSettings(BaseModel):
     temperature: float = 1.0
     force_gold: int = 0
     num_generations: int = 1
+    batched: bool = True
+    """Run the batch's episodes concurrently and generate each turn for all of them in one
+    batched call (:mod:`.generate`); False: one episode, one sequence at a time."""
 
 
 class Episode(BaseModel):
@@ -102,6 +108,8 @@ class EpisodeRollout:
         """Every episode of the run, in order (read after training for the summary)."""
         self._runner = LoopRunner("patchgym-trl-rollout")
         self._calls = 0
+        self.generator: BatchedGenerator | None = None
+        """This call's batched generator (``settings.batched``), kept for its stats."""
 
     def close(self) -> None:
         self._runner.stop()
@@ -130,7 +138,7 @@ class EpisodeRollout:
 
     async def _run_all(self, prompts: list[Any], model: Any) -> list[Episode]:
         seen: dict[str, int] = {}
-        out: list[Episode] = []
+        plan: list[tuple[Task, str, bool]] = []
         for i, prompt in enumerate(prompts):
             key = prompt_key(prompt)
             task = self.tasks.get(key)
@@ -141,8 +149,23 @@ class EpisodeRollout:
             rank = seen.get(key, 0)
             seen[key] = rank + 1
             forced = rank % self.settings.num_generations < self.settings.force_gold
-            out.append(await self._episode(task, model, f"trl{self._calls}-{i}", forced))
-        return out
+            plan.append((task, f"trl{self._calls}-{i}", forced))
+        if not self.settings.batched:
+            self.generator = None
+            return [await self._episode(t, model, idx, forced) for t, idx, forced in plan]
+        gen = self.generator = BatchedGenerator(
+            hf_batch_fn(model, self.tokenizer, temperature=self.settings.temperature)
+        )
+        gen.expect(sum(not forced for _, _, forced in plan))
+
+        async def one(task: Task, idx: str, forced: bool) -> Episode:
+            try:
+                return await self._episode(task, model, idx, forced)
+            finally:
+                if not forced:
+                    gen.finished()
+
+        return list(await asyncio.gather(*(one(*p) for p in plan)))
 
     async def _episode(self, task: Task, model: Any, idx: str, forced: bool) -> Episode:
         s, tok = self.settings, self.tokenizer
@@ -221,6 +244,8 @@ class EpisodeRollout:
             reply = await gold.generate(messages, tools=None, episode=ctx)
             return [*self._encode(reply.content), self.tokenizer.eos_token_id]
         n = min(budget, self.settings.max_new_tokens_per_turn)
+        if self.generator is not None:
+            return await self.generator.generate(context, n)
         return await asyncio.to_thread(self._generate, model, context, n)
 
     # -- tokens ------------------------------------------------------------------------
