@@ -122,10 +122,9 @@ class EpisodeRollout:
             was_training = model.training
             model.eval()
             try:
-                episodes = self._runner.run(self._run_all(prompts, model))
+                episodes = self.run_episodes(prompts, model)
             finally:
                 model.train(was_training)
-        self.episodes += episodes
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
@@ -135,6 +134,12 @@ class EpisodeRollout:
             "resolved": [e.resolved for e in episodes],
             "forced_gold": [e.forced_gold for e in episodes],
         }
+
+    def run_episodes(self, prompts: list[Any], model: Any) -> list[Episode]:
+        """One episode per prompt entry with ``model`` acting (no trainer needed: the bench)."""
+        episodes = self._runner.run(self._run_all(prompts, model))
+        self.episodes += episodes
+        return episodes
 
     async def _run_all(self, prompts: list[Any], model: Any) -> list[Episode]:
         seen: dict[str, int] = {}
