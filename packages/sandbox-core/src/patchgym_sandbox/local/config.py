@@ -57,8 +57,11 @@ class LocalConfig(BackendConfig):
         lay = layout()
         usable = lay.version == "v1" or (lay.parent is not None and not lay.problem)
         fix = "" if usable else "limits that need a missing controller fail at sandbox start"
-        status = "pass" if usable else "warn"
-        rows.append(CheckRow(name="cgroups", status=status, detail=lay.describe(), fix=fix))
+        rows.append(
+            CheckRow(
+                name="cgroups", status="pass" if usable else "warn", detail=lay.describe(), fix=fix
+            )
+        )
         return rows
 
     def build(self) -> LocalBackend:
