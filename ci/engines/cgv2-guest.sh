@@ -21,11 +21,13 @@ PY=${1:-$ROOT/.venv/bin/python}
 shift || true
 [ "${1:-}" = "--" ] && shift
 T=packages/sandbox-core/tests
-[ $# -gt 0 ] || set -- -p no:cacheprovider -q -rs "$T/test_cgroup_v2.py" "$T/test_local_backend.py" \
-  "$T/test_local_conformance.py::TestLocalOverlay" "$T/test_local_security.py"
+# Default: the tests about limits, cgroups and kills. The whole conformance and security
+# suites (-- "$T/test_local_conformance.py" "$T/test_local_security.py") also pass args
+# here, but under TCG (no working KVM) they take far longer than CI can wait.
+[ $# -gt 0 ] || set -- -p no:cacheprovider -q -rs "$T/test_cgroup_v2.py" "$T/test_local_backend.py"
 CACHE=${PATCHGYM_CGV2_CACHE:-/tmp/patchgym-cgv2}
 MEM_MB=${PATCHGYM_CGV2_MEM_MB:-3072}
-TIMEOUT_S=${PATCHGYM_CGV2_TIMEOUT_S:-900}
+TIMEOUT_S=${PATCHGYM_CGV2_TIMEOUT_S:-1800}
 mkdir -p "$CACHE"
 export DEBIAN_FRONTEND=noninteractive
 
@@ -77,7 +79,7 @@ echo "guest: \$(uname -r); cgroup mounts: \$(grep cgroup /proc/mounts | cut -d' 
 cd $ROOT && env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp PYTHONDONTWRITEBYTECODE=1 \
   TMPDIR=/tmp $(printf '%q ' "$PY" -m pytest "$@")
 echo "PATCHGYM_GUEST_EXIT=\$?"
-sync; echo o >/proc/sysrq-trigger; sleep 5
+sync; echo o >/proc/sysrq-trigger; while :; do sleep 1; done
 EOF
 cat >"$work/init" <<EOF
 #!/bin/busybox sh
