@@ -128,3 +128,10 @@ def test_preflight_row_names_the_layout() -> None:
     assert "cgroups" not in {
         r.name for r in load_config({"type": "local", "isolation": "none"}).checks()
     }
+
+
+def test_an_unenforceable_limit_is_an_infra_error() -> None:
+    from patchgym_sandbox import InfraError, IsolationUnavailable
+
+    assert issubclass(LimitUnavailable, InfraError)
+    assert issubclass(LimitUnavailable, IsolationUnavailable)
