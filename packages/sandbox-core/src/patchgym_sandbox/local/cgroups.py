@@ -185,7 +185,12 @@ def sweep(is_gone: Callable[[str], bool]) -> list[Path]:
     sandboxes that ``is_gone`` (a removal that gave up on a busy group, a crash between
     making groups and writing the record). Groups with a process inside are never touched."""
     removed: list[Path] = []
-    for parent in {p for p in map(parent_for, CONTROLLERS) if p is not None}:
+    lay = layout()
+    if lay.version == "v2":
+        parents = {lay.parent} if lay.parent is not None else set()
+    else:
+        parents = {p for p in map(parent_for, CONTROLLERS) if p is not None}
+    for parent in parents:
         if not parent.is_dir():
             continue
         for d in parent.iterdir():
