@@ -42,7 +42,9 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # -- kernel and modules (cached by package name) -------------------------------------------
-pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+kernel_pkg() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}'; }
+pkg=$(kernel_pkg)
+[ -n "$pkg" ] || { apt-get update -q >/dev/null && pkg=$(kernel_pkg); }
 [ -n "$pkg" ] || { echo "FATAL: apt knows no linux-image-amd64 (run apt-get update)" >&2; exit 2; }
 KDIR=$CACHE/$pkg
 if [ ! -e "$KDIR/.done" ]; then
