@@ -13,9 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
 
-from patchgym_envs.sandboxes import DEFAULT_RESOURCES
+from patchgym_envs.sandboxes import DEFAULT_RESOURCES, spec_for
+from patchgym_envs.task import Task
 from patchgym_envs.tools.markup import MAX_ACTION_BYTES, MAX_ACTION_DEPTH
-from patchgym_sandbox import BackendConfig, Resources
+from patchgym_sandbox import BackendConfig, Resources, SandboxBackend, SandboxSpec
 from patchgym_sandbox.registry import load_config
 
 
@@ -72,6 +73,21 @@ class EnvConfig(BaseModel):
     @classmethod
     def _backend_config(cls, value: Any) -> BackendConfig:
         return load_config(value)
+
+    def sandbox_spec(
+        self, task: Task, backend: SandboxBackend, *, rollout_id: str | None = None
+    ) -> SandboxSpec:
+        """The spec of every sandbox an episode uses (its own and the fresh grading one):
+        the one place its ``python``, ``run_id``, ``lease_s`` and ``resources`` reach them."""
+        return spec_for(
+            task,
+            backend,
+            python=self.python,
+            run_id=self.run_id,
+            rollout_id=rollout_id,
+            lease_s=self.lease_s,
+            resources=self.resources,
+        )
 
 
 def default_of(name: str) -> Any:

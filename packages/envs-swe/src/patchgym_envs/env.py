@@ -39,7 +39,6 @@ from patchgym_envs.sandboxes import (
     current_patch,
     ensure_alive,
     run_setup,
-    spec_for,
 )
 from patchgym_envs.task import Task
 from patchgym_envs.tools import (
@@ -313,14 +312,10 @@ class SWEEnv:
                 "here rather than continuing in a new, empty sandbox"
             )
         backend = self._get_backend()
-        spec = spec_for(
+        spec = self.config.sandbox_spec(
             self.task,
             backend,
-            python=self.config.python,
-            run_id=self.config.run_id,
             rollout_id=f"{self.task.id}-{self._idx}" if self._idx is not None else None,
-            lease_s=self.config.lease_s,
-            resources=self.config.resources,
         )
         self._sandbox_loop = asyncio.get_running_loop()
         with self.phases.phase("create", backend=backend.name):

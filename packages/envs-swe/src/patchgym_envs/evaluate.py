@@ -8,9 +8,9 @@ hidden tests.
 from __future__ import annotations
 
 from patchgym_envs import grading
-from patchgym_envs.config import EnvConfig, default_of
+from patchgym_envs.config import EnvConfig
 from patchgym_envs.grading import Verdict
-from patchgym_envs.sandboxes import apply_patch, ensure_alive, run_setup, spec_for
+from patchgym_envs.sandboxes import apply_patch, ensure_alive, run_setup
 from patchgym_envs.task import Task
 from patchgym_sandbox import InfraError, SandboxBackend
 
@@ -28,17 +28,20 @@ async def evaluate_patch(
     """Create a sandbox for ``task``, apply ``patch``, grade, close. Never leaks the sandbox.
 
     A patch that does not apply grades 0 (the patch's fault); infrastructure failures
-    come back as a verdict with ``infra_error`` set. ``env``: the run's episode settings
-    (its ``setup_timeout_s`` and ``python`` apply here).
+    come back as a verdict with ``infra_error`` set. ``env``: the run's episode settings;
+    the sandbox is built from them as the episode's is (:meth:`EnvConfig.sandbox_spec`:
+    its resources, lease, python), and its ``setup_timeout_s`` applies.
     """
     if env is not None:
-        python = python or env.python
-    setup_timeout_s = env.setup_timeout_s if env is not None else default_of("setup_timeout_s")
-    spec = spec_for(task, backend, python=python, run_id=run_id, rollout_id=rollout_id)
+        updates = {"python": python or env.python, "run_id": run_id or env.run_id}
+        env = env.model_copy(update=updates)
+    else:
+        env = EnvConfig(python=python, run_id=run_id)
+    spec = env.sandbox_spec(task, backend, rollout_id=rollout_id)
     sandbox = backend.sandbox(spec)
     try:
         await sandbox.start()
-        await run_setup(sandbox, task, timeout=setup_timeout_s)
+        await run_setup(sandbox, task, timeout=env.setup_timeout_s)
         applied, output = await apply_patch(sandbox, patch)
         if not applied:
             return Verdict(

@@ -58,8 +58,9 @@ class IsolationUnavailable(SandboxError, RuntimeError):
     """Isolation was requested but this machine cannot provide it."""
 
 
-class LimitUnavailable(IsolationUnavailable):
-    """A requested resource limit cannot be enforced on this machine (names the fix)."""
+class LimitUnavailable(IsolationUnavailable, InfraError):
+    """A requested resource limit cannot be enforced on this machine (names the fix on
+    that host): an infrastructure failure, never the policy's."""
 
 
 class PathOutsideSandbox(SandboxError, PermissionError):

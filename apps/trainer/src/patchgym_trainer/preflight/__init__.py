@@ -6,7 +6,7 @@ in :mod:`.rules` (table-tested); checks that probe the machine in :mod:`.probes`
 
 from __future__ import annotations
 
-from patchgym_trainer.preflight import probes, rules
+from patchgym_trainer.preflight import engines, probes, rules
 from patchgym_trainer.preflight.render import render
 from patchgym_trainer.preflight.rules import Check
 from patchgym_trainer.schema import AppConfig
@@ -56,9 +56,8 @@ async def run_preflight(cfg: AppConfig, *, check_images: bool = True) -> list[Ch
         checks.append(await probes.images(backend_cfg, tasks))
     checks.append(probes.model(cfg.model))
     need_vllm = train.engine != "trl" and train.rollout_engine == "vllm"
-    checks.append(rules.versions(probes.installed_versions(), need_vllm=need_vllm))
-    if train.engine == "trl":  # TRL generates with the trained model itself: CPU is enough
-        checks.append(rules.Check(name="GPU", status="skip", detail="engine=trl runs on CPU"))
-    else:
-        checks.append(probes.gpus(train.gpus_per_node))
+    gpus = probes.gpu_count()
+    installed = probes.installed_versions()
+    checks.append(engines.versions(installed, train.engine, need_vllm=need_vllm, cuda=gpus > 0))
+    checks.append(engines.gpu_row(train.engine, gpus, train.gpus_per_node))
     return checks

@@ -15,7 +15,8 @@ from patchgym_envs import ConversionReport, Task
 from patchgym_envs.sandboxes import spec_for
 from patchgym_sandbox import BackendConfig, SandboxError, load_config
 from patchgym_trainer.datasets import dataset_source, load_dataset
-from patchgym_trainer.preflight.rules import PINS, Check
+from patchgym_trainer.preflight.engines import PINS
+from patchgym_trainer.preflight.rules import Check
 from patchgym_trainer.schema import DatasetConfig, ModelConfig
 
 
@@ -190,28 +191,8 @@ def installed_versions() -> dict[str, str | None]:
     return found
 
 
-def gpus(needed: int) -> Check:
-    count = _gpu_count()
-    if count >= needed:
-        return Check(name="GPU", status="pass", detail=f"{count} CUDA GPUs visible (need {needed})")
-    fix = "run `patchgym train` on a GPU node (or lower train.gpus_per_node)"
-    if count == 0:  # a CPU-only machine: say how to train here at all
-        fix = f"{CPU_ONLY_FIX}, or {fix}"
-    return Check(
-        name="GPU",
-        status="fail",
-        detail=f"{count} CUDA GPUs visible on this machine, need {needed} per node",
-        fix=fix,
-    )
-
-
-CPU_ONLY_FIX = (
-    "on CPU: `patchgym train train.engine=trl preset=cpu_smoke` (TRL; its tiny model is "
-    "built by `python -m patchgym_trainer.tiny_model`)"
-)
-
-
-def _gpu_count() -> int:
+def gpu_count() -> int:
+    """CUDA GPUs visible here (torch if installed, else ``nvidia-smi -L``)."""
     try:
         import torch
 

@@ -52,6 +52,13 @@ def env_reward(
     return list(env_reward)
 
 
+def use_bf16() -> bool:
+    """bf16 where the GPU supports it (Ampere and later); fp32 on CPU."""
+    import torch
+
+    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+
+
 def grpo_args(cfg: AppConfig, out_dir: Path) -> Any:
     import torch
     from trl import GRPOConfig  # type: ignore[attr-defined]  # trl's lazy __init__ hides its names from mypy
@@ -69,7 +76,7 @@ def grpo_args(cfg: AppConfig, out_dir: Path) -> Any:
         beta=a.kl_coef if a.use_kl_loss else 0.0,
         temperature=cfg.rollout.temperature,
         use_cpu=not torch.cuda.is_available(),
-        bf16=False,
+        bf16=use_bf16(),
         seed=cfg.run.seed,
         logging_steps=1,
         save_strategy="no",
@@ -97,7 +104,8 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
     env = cfg.env.model_copy(update={"run_id": run_id})  # the one validated EnvConfig
     tokenizer = AutoTokenizer.from_pretrained(cfg.model.path)
     tokenizer.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(cfg.model.path, dtype=torch.float32)
+    dtype = torch.bfloat16 if use_bf16() else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(cfg.model.path, dtype=dtype)
     start_params = {n: p.detach().clone() for n, p in model.named_parameters()}
     settings = RolloutSettings(
         scaffold=cfg.agent.scaffold,

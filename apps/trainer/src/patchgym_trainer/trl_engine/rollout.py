@@ -27,8 +27,10 @@ Smoke-test device, never for real training: with ``force_gold`` > 0 the first
 through the scaffold's tools, those tokens masked 1), so a random model's group still
 holds a resolved episode and the group advantage is non-zero.
 
-Episodes run on one private event loop (:class:`patchgym_envs.looprunner.LoopRunner`);
-generation runs in a worker thread; nothing here calls ``asyncio.run``.
+Episodes run on one private event loop (:class:`patchgym_envs.looprunner.LoopRunner`),
+concurrently, and each turn's generation is batched across the live episodes
+(:class:`.generate.BatchedGenerator`, in a worker thread); nothing here calls
+``asyncio.run``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from patchgym_agents.defaults import TEMPERATURE
 from patchgym_agents.driver import EndReason, EnvStep, EpisodeDriver, Turns
 from patchgym_envs import EnvConfig, SWEEnv, Task
 from patchgym_envs.looprunner import LoopRunner
+from patchgym_trainer.trl_engine.generate import BatchedGenerator, hf_batch_fn
 
 TokenGenerate = Callable[[list[int], int], Awaitable[list[int]]]
 """``generate(context_ids, max_new_tokens) -> new_ids``: one sampled assistant turn (ending
@@ -63,6 +66,9 @@ class RolloutSettings(BaseModel):
     temperature: float = TEMPERATURE
     force_gold: int = 0
     num_generations: int = 1
+    batched: bool = True
+    """Run the batch's episodes concurrently and generate each turn for all of them in one
+    batched call (:mod:`.generate`); False: one episode, one sequence at a time."""
 
 
 class Episode(BaseModel):
@@ -114,6 +120,8 @@ class EpisodeRollout:
         """Every episode of the run, in order (read after training for the summary)."""
         self._runner = LoopRunner("patchgym-trl-rollout")
         self._calls = 0
+        self.generator: BatchedGenerator | None = None
+        """This call's batched generator (``settings.batched``), kept for its stats."""
 
     def close(self) -> None:
         self._runner.stop()
@@ -126,10 +134,9 @@ class EpisodeRollout:
             was_training = model.training
             model.eval()
             try:
-                episodes = self._runner.run(self._run_all(prompts, model))
+                episodes = self.run_episodes(prompts, model)
             finally:
                 model.train(was_training)
-        self.episodes += episodes
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
@@ -140,9 +147,15 @@ class EpisodeRollout:
             "forced_gold": [e.forced_gold for e in episodes],
         }
 
+    def run_episodes(self, prompts: list[Any], model: Any) -> list[Episode]:
+        """One episode per prompt entry with ``model`` acting (no trainer needed: the bench)."""
+        episodes = self._runner.run(self._run_all(prompts, model))
+        self.episodes += episodes
+        return episodes
+
     async def _run_all(self, prompts: list[Any], model: Any) -> list[Episode]:
         seen: dict[str, int] = {}
-        out: list[Episode] = []
+        plan: list[tuple[Task, str, bool]] = []
         for i, prompt in enumerate(prompts):
             key = prompt_key(prompt)
             task = self.tasks.get(key)
@@ -153,8 +166,25 @@ class EpisodeRollout:
             rank = seen.get(key, 0)
             seen[key] = rank + 1
             forced = rank % self.settings.num_generations < self.settings.force_gold
-            out.append(await self._episode(task, model, f"trl{self._calls}-{i}", forced))
-        return out
+            plan.append((task, f"trl{self._calls}-{i}", forced))
+        if not self.settings.batched:
+            self.generator = None
+            return [await self._episode(t, model, idx, forced) for t, idx, forced in plan]
+        gen = self.generator = BatchedGenerator(
+            hf_batch_fn(model, self.tokenizer, temperature=self.settings.temperature)
+        )
+        gen.expect(sum(not forced for _, _, forced in plan))
+
+        async def one(task: Task, idx: str, forced: bool) -> Episode:
+            try:
+                return await self._episode(
+                    task, model, idx, forced, generate=None if forced else gen.generate
+                )
+            finally:
+                if not forced:
+                    gen.finished()
+
+        return list(await asyncio.gather(*(one(*p) for p in plan)))
 
     async def _episode(
         self,

@@ -75,8 +75,12 @@ class LocalBackend(SandboxBackend):
         self._overlay: bool | None = None
         self._lock = threading.Lock()
         self._etc: Path | None = None
+        self.cgroups: cgroups.Layout | None = None
+        """The host's cgroup layout, found once at start (v2: its subtree set up)."""
         if config.isolation == "bwrap":
             bwrap_path()
+            self.cgroups = cgroups.layout()
+            log.debug("local backend: %s", self.cgroups.describe())
         else:
             _warn_unisolated()
 

@@ -1,4 +1,8 @@
-"""cgroup v1 limits for one sandbox: memory (with swap), process count, CPU share.
+"""cgroup limits for one sandbox: memory (with swap), process count, CPU share.
+
+The host's layout is found once (:func:`layout`); on cgroup v2 the work is done by
+:mod:`.cgroup_v2` (one group per sandbox, under a subtree the backend owns), and the rest
+of this docstring is about cgroup v1 (and hybrid hosts, whose controllers are all v1).
 
 Each sandbox gets ``patchgym/<id>`` under the driver's own cgroup in each controller it
 needs, so the driver's limits still bound it. Limits set here hold for root inside the
@@ -23,9 +27,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchgym_sandbox.errors import LimitUnavailable
+from patchgym_sandbox.local import cgroup_v2
+from patchgym_sandbox.local.cgroup_layout import CGROUP_ROOT, Layout, layout
 from patchgym_sandbox.spec import Resources
 
-CGROUP_ROOT = Path("/sys/fs/cgroup")
+__all__ = [
+    "CGROUP_ROOT",
+    "Layout",
+    "add",
+    "create",
+    "layout",
+    "parent_for",
+    "pids",
+    "remove",
+    "sweep",
+]
 CPU_PERIOD_US = 100_000
 ALWAYS = ("cpu", "pids")
 """Joined whenever writable, limit or not: ``pids`` to find and kill, ``cpu`` for the
@@ -56,6 +72,15 @@ def _own(controller: str) -> Path | None:
     return base if os.access(base, os.W_OK) else None
 
 
+def parent_for(controller: str) -> Path | None:
+    """Where the sandboxes' groups that have ``controller`` go, if it is usable here."""
+    lay = layout()
+    if lay.version == "v2":
+        return lay.parent if controller in lay.controllers else None
+    base = _own(controller)
+    return base / "patchgym" if base is not None else None
+
+
 def _needed(res: Resources) -> dict[str, dict[str, str]]:
     """controller -> file -> value, in the order they must be written."""
     out: dict[str, dict[str, str]] = {}
@@ -74,6 +99,16 @@ def _needed(res: Resources) -> dict[str, dict[str, str]]:
 
 def create(sandbox_id: str, res: Resources) -> list[Path]:
     """Make the sandbox's cgroups and set its limits; returns their directories."""
+    lay = layout()
+    if lay.version == "v2":
+        d = cgroup_v2.create(lay, sandbox_id, res)
+        return [d] if d is not None else []
+    if lay.version == "none" and _needed(res):
+        raise LimitUnavailable(
+            f"resources ask for limits ({', '.join(sorted(_needed(res)))}) but no cgroup "
+            f"hierarchy is mounted at {CGROUP_ROOT}; mount cgroup2 there (mount -t cgroup2 "
+            "none /sys/fs/cgroup), or drop those fields from resources"
+        )
     made: list[Path] = []
     try:
         wanted = _needed(res)
@@ -119,6 +154,10 @@ def pids(dirs: list[Path]) -> set[int]:
 
 def remove(dirs: list[Path]) -> None:
     """Kill whatever is still in the cgroups, then remove them."""
+    v2 = [d for d in dirs if cgroup_v2.is_v2(d)]
+    for d in v2:
+        cgroup_v2.remove(d, RMDIR_WAIT_S)
+    dirs = [d for d in dirs if d not in v2]
     for _ in range(100):
         left = pids(dirs)
         if not left:
@@ -146,11 +185,15 @@ def sweep(is_gone: Callable[[str], bool]) -> list[Path]:
     sandboxes that ``is_gone`` (a removal that gave up on a busy group, a crash between
     making groups and writing the record). Groups with a process inside are never touched."""
     removed: list[Path] = []
-    for controller in CONTROLLERS:
-        base = _own(controller)
-        if base is None or not (base / "patchgym").is_dir():
+    lay = layout()
+    if lay.version == "v2":
+        parents = {lay.parent} if lay.parent is not None else set()
+    else:
+        parents = {p for p in map(parent_for, CONTROLLERS) if p is not None}
+    for parent in parents:
+        if not parent.is_dir():
             continue
-        for d in (base / "patchgym").iterdir():
+        for d in parent.iterdir():
             if not d.is_dir() or not is_gone(d.name) or pids([d]):
                 continue
             with contextlib.suppress(OSError):

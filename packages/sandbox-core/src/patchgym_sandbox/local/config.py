@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
-from patchgym_sandbox.backend import BackendConfig
+from patchgym_sandbox.backend import BackendConfig, CheckRow
 
 if TYPE_CHECKING:
     from patchgym_sandbox.local.backend import LocalBackend
@@ -46,6 +46,23 @@ class LocalConfig(BackendConfig):
         if isinstance(v, bool):
             return "bwrap" if v else "none"
         return v
+
+    def checks(self) -> list[CheckRow]:
+        """Also which cgroup layout the limits will use (found as the backend finds it)."""
+        rows = super().checks()
+        if self.isolation == "none":
+            return rows
+        from patchgym_sandbox.local.cgroup_layout import layout
+
+        lay = layout()
+        usable = lay.version == "v1" or (lay.parent is not None and not lay.problem)
+        fix = "" if usable else "limits that need a missing controller fail at sandbox start"
+        rows.append(
+            CheckRow(
+                name="cgroups", status="pass" if usable else "warn", detail=lay.describe(), fix=fix
+            )
+        )
+        return rows
 
     def build(self) -> LocalBackend:
         from patchgym_sandbox.local.backend import LocalBackend

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Run a command (default: the local backend's cgroup, conformance and security suites)
+# inside a small KVM guest whose kernel is Debian's and whose only cgroup hierarchy is v2.
+#
+#   ci/engines/cgv2-guest.sh [PYTHON] [-- PYTEST ARGS...]
+#
+# This machine is cgroup v1 (hybrid); most users' hosts are v2 only. The guest:
+#   - kernel: Debian's `linux-image-amd64` (its dependency, the versioned image package),
+#     fetched with `apt-get download` and unpacked into $CACHE (nothing is installed);
+#   - root filesystem: this host's own `/`, shared read-only over 9p (so the guest runs this
+#     workspace's virtualenv and the host's bwrap), with tmpfs on /tmp, /run, /var/tmp;
+#   - init: a busybox initramfs built here that mounts cgroup2 at /sys/fs/cgroup (no v1),
+#     switches root to the shared one (a chroot would forbid user namespaces), moves itself
+#     into a child group (as a systemd service sits), runs the command, prints its exit
+#     status and powers off.
+# The exit status of this script is the command's. Needs /dev/kvm, qemu-system-x86 and
+# busybox-static, cpio, kmod (installed from Debian if missing). About a minute when cached.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PY=${1:-$ROOT/.venv/bin/python}
+shift || true
+[ "${1:-}" = "--" ] && shift
+T=packages/sandbox-core/tests
+# Default: the tests about limits, cgroups and kills. The whole conformance and security
+# suites (-- "$T/test_local_conformance.py" "$T/test_local_security.py") also pass args
+# here, but under TCG (no working KVM) they take far longer than CI can wait.
+[ $# -gt 0 ] || set -- -p no:cacheprovider -q -rs "$T/test_cgroup_v2.py" "$T/test_local_backend.py"
+CACHE=${PATCHGYM_CGV2_CACHE:-/tmp/patchgym-cgv2}
+MEM_MB=${PATCHGYM_CGV2_MEM_MB:-3072}
+TIMEOUT_S=${PATCHGYM_CGV2_TIMEOUT_S:-1800}
+mkdir -p "$CACHE"
+export DEBIAN_FRONTEND=noninteractive
+
+need=()
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+[ -x /bin/busybox ] || need+=(busybox-static)
+command -v cpio >/dev/null || need+=(cpio)
+command -v depmod >/dev/null || need+=(kmod)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null \
+    || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null; }
+fi
+
+# -- kernel and modules (cached by package name) -------------------------------------------
+kernel_pkg() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}'; }
+pkg=$(kernel_pkg)
+[ -n "$pkg" ] || { apt-get update -q >/dev/null && pkg=$(kernel_pkg); }
+[ -n "$pkg" ] || { echo "FATAL: apt knows no linux-image-amd64 (run apt-get update)" >&2; exit 2; }
+KDIR=$CACHE/$pkg
+if [ ! -e "$KDIR/.done" ]; then
+  rm -rf "$KDIR" && mkdir -p "$KDIR"
+  (cd "$KDIR" && apt-get download -q "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+  dpkg-deb -x "$KDIR"/"$pkg"_*.deb "$KDIR/x"
+  rm -f "$KDIR"/*.deb
+  depmod -b "$KDIR/x" "${pkg#linux-image-}"
+  touch "$KDIR/.done"
+fi
+KVER=${pkg#linux-image-}
+VMLINUZ=$KDIR/x/boot/vmlinuz-$KVER
+MODS=$KDIR/x/lib/modules/$KVER
+
+# -- initramfs: busybox, the modules for virtio 9p and overlayfs, /init ---------------------
+INITRD=$CACHE/initrd-$KVER.cpio.gz
+work=$(mktemp -d "$CACHE/initrd.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work"/{bin,dev,proc,sys,newroot,mods}
+cp /bin/busybox "$work/bin/busybox"
+order=()
+add_mod() {  # a module and what it depends on, dependencies first (from modules.dep)
+  local rel deps d
+  rel=$(grep -E "(^|/)$1\.ko:" "$MODS/modules.dep" | head -1 | cut -d: -f1)
+  [ -n "$rel" ] || { echo "FATAL: module $1 not in $pkg" >&2; exit 2; }
+  deps=$(grep -E "^$rel:" "$MODS/modules.dep" | cut -d: -f2)
+  for d in $deps; do add_mod "$(basename "$d" .ko)"; done
+  [[ " ${order[*]-} " == *" $1 "* ]] || { order+=("$1"); cp "$MODS/$rel" "$work/mods/$1.ko"; }
+}
+for m in virtio_pci 9pnet_virtio 9p overlay; do add_mod "$m"; done
+cat >"$work/stage2.sh" <<EOF
+echo \$\$ >/sys/fs/cgroup/driver/cgroup.procs
+echo "guest: \$(uname -r); cgroup mounts: \$(grep cgroup /proc/mounts | cut -d' ' -f2,3 | tr '\n' ' ')"
+cd $ROOT && env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp PYTHONDONTWRITEBYTECODE=1 \
+  TMPDIR=/tmp $(printf '%q ' "$PY" -m pytest "$@")
+echo "PATCHGYM_GUEST_EXIT=\$?"
+sync; echo o >/proc/sysrq-trigger; while :; do sleep 1; done
+EOF
+cat >"$work/init" <<EOF
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for m in ${order[*]}; do insmod /mods/\$m.ko || echo "insmod \$m failed"; done
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=524288,cache=loose host /newroot || poweroff -f
+R=/newroot
+mount -t proc proc \$R/proc; mount -t sysfs sys \$R/sys; mount -t devtmpfs dev \$R/dev
+mkdir -p \$R/dev/pts; mount -t devpts devpts \$R/dev/pts
+for d in tmp run var/tmp; do mount -t tmpfs -o mode=1777 tmpfs \$R/\$d; done
+mount -t cgroup2 none \$R/sys/fs/cgroup
+echo "+cpu +memory +pids" >\$R/sys/fs/cgroup/cgroup.subtree_control
+mkdir \$R/sys/fs/cgroup/driver
+cp /stage2.sh \$R/run/stage2.sh
+exec switch_root \$R /bin/sh /run/stage2.sh
+EOF
+chmod +x "$work/init"
+(cd "$work" && find . | cpio -o -H newc --quiet | gzip -1) >"$INITRD"
+
+# -- accelerator: KVM when a guest actually runs under it, else TCG ---------------------------
+# (a nested /dev/kvm can exist yet hang the guest kernel before its first line: probe it)
+case ${PATCHGYM_CGV2_ACCEL:-auto} in
+  kvm) ACCEL="-accel kvm -cpu max,-arch-capabilities" ;;
+  tcg) ACCEL="-accel tcg,thread=multi -cpu max" ;;
+  *)
+    ACCEL="-accel tcg,thread=multi -cpu max"
+    if [ -w /dev/kvm ] && timeout 20 qemu-system-x86_64 -accel kvm -cpu max,-arch-capabilities \
+        -m 256 -kernel "$VMLINUZ" -append "console=ttyS0 panic=-1 rdinit=/nonexistent" \
+        -nic none -display none -serial stdio -no-reboot </dev/null 2>/dev/null | grep -q "Linux version"; then
+      ACCEL="-accel kvm -cpu max,-arch-capabilities"
+    fi ;;
+esac
+
+# -- boot ---------------------------------------------------------------------------------
+LOG=$CACHE/console.log
+echo "cgroup v2 guest: $pkg, ${MEM_MB} MiB, $(nproc) vCPU, $ACCEL, log $LOG"
+set +e
+timeout "$TIMEOUT_S" qemu-system-x86_64 $ACCEL -smp "$(nproc)" -m "$MEM_MB" \
+  -kernel "$VMLINUZ" -initrd "$INITRD" \
+  -append "console=ttyS0 quiet panic=-1 systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all" \
+  -virtfs "local,path=/,mount_tag=host,security_model=passthrough,readonly=on,multidevs=remap" \
+  -nic none -display none -serial stdio -no-reboot </dev/null | tee "$LOG"
+set -e
+code=$(tr -d '\r' <"$LOG" | sed -n 's/^PATCHGYM_GUEST_EXIT=\([0-9]*\)$/\1/p' | tail -1)
+[ -n "$code" ] || { echo "FATAL: the guest did not report an exit status (see $LOG)" >&2; exit 3; }
+exit "$code"

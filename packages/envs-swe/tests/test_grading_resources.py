@@ -1,0 +1,48 @@
+"""The fresh grading sandbox is built from the env's settings, as the episode's is: an
+override of ``env.resources`` reaches every sandbox an episode uses (a host that cannot
+enforce the 4 GiB default must not see it come back at the first grade)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from patchgym_envs import EnvConfig, bundled_task, evaluate_patch
+from patchgym_sandbox import Resources, SandboxBackend, SandboxSpec
+
+
+@pytest.fixture
+def specs(backend: SandboxBackend, monkeypatch: pytest.MonkeyPatch) -> list[SandboxSpec]:
+    """Every spec the real backend is asked to build."""
+    seen: list[SandboxSpec] = []
+    make = backend.sandbox
+
+    def recording(spec: SandboxSpec) -> Any:
+        seen.append(spec)
+        return make(spec)
+
+    monkeypatch.setattr(backend, "sandbox", recording)
+    return seen
+
+
+async def test_grading_sandbox_honours_env_resources(
+    backend: SandboxBackend, specs: list[SandboxSpec]
+) -> None:
+    task = bundled_task("intervals")
+    res = Resources(memory_mb=1536, pids=512, disk_mb=1024)
+    env = EnvConfig(resources=res, lease_s=900.0, run_id="pg-res")
+    verdict = await evaluate_patch(task, task.gold_patch, backend, env=env, rollout_id="r-grade")
+    assert verdict.infra_error is None and verdict.resolved
+    [spec] = specs
+    assert spec.resources == res
+    assert spec.lease_s == 900.0 and spec.run_id == "pg-res"
+    assert spec == env.sandbox_spec(task, backend, rollout_id="r-grade")  # the episode's source
+
+
+async def test_without_env_the_defaults_apply(
+    backend: SandboxBackend, specs: list[SandboxSpec]
+) -> None:
+    task = bundled_task("intervals")
+    await evaluate_patch(task, "", backend)
+    assert specs[0].resources == EnvConfig().resources
