@@ -1,4 +1,5 @@
-"""One seccomp policy for every backend: Docker's default deny list, at least as strict.
+"""One seccomp policy for every backend: Docker's default deny list, at least as strict;
+with the OCI runtime spec's masked and read-only paths.
 
 :data:`DENIED` names the system calls a sandbox never gets (``EPERM``): kernel keyrings,
 io_uring, bpf, perf, mounts and the new mount API, namespace changes (``unshare``,
@@ -20,6 +21,15 @@ import json
 import os
 import struct
 from typing import Any
+
+MASKED_PATHS = (
+    "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+    "/sys/firmware", "/sys/devices/virtual/powercap",
+)  # fmt: skip
+"""The OCI runtime spec's (and Docker's) masked paths, for backends that pass them on."""
+READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+"""The OCI runtime spec's read-only paths."""
 
 EPERM, ENOSYS = 1, 38
 AUDIT_ARCH_X86_64 = 0xC000003E
