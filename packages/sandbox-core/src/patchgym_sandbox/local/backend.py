@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from patchgym_sandbox import beneath, seccomp
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import PrepareReport, SandboxBackend, SandboxInfo
-from patchgym_sandbox.errors import ConfigError, SandboxLost
+from patchgym_sandbox.errors import ConfigError, IsolationUnavailable, SandboxLost
 from patchgym_sandbox.local import cgroups, forks, records, rootless, workcopy
 from patchgym_sandbox.local.config import LocalConfig
 from patchgym_sandbox.local.isolation import (
@@ -141,7 +141,15 @@ class LocalBackend(SandboxBackend):
             if view is None:
                 view = self._views_dir / str(len(self._views))
                 view.mkdir(parents=True)
-                rootless.mount_idmapped(template, view, self.sandbox_uid)
+                try:
+                    rootless.mount_idmapped(template, view, self.sandbox_uid)
+                except OSError as exc:
+                    raise IsolationUnavailable(
+                        f"the template {template} cannot be shown to the unprivileged sandbox "
+                        f"root ({exc}): rootless isolation needs idmapped mounts (Linux >= "
+                        "5.19 for overlay over them, a filesystem that supports them: ext4, "
+                        "xfs, btrfs, tmpfs); or opt out with isolation: none (no boundary)"
+                    ) from exc
                 self._mounts.append(view)
                 self._views[template] = view
             return view
@@ -462,34 +470,36 @@ class LocalSandbox(Sandbox):
         return chan
 
     # -- files: resolved beneath the sandbox's directories, never through its links ------
-    def _as_root_inside(self, fn: Callable[..., T], root: Path, *args: Any) -> T:
+    def _as_root_inside(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a file operation with the file rights of the sandbox's root (its host uid):
         what the driver writes belongs to it, what it reads is what that root could. The
         trusted ``root`` is opened first, as the driver (its ancestors may be closed to
         that uid), and handed over as its descriptor."""
         uid = self._backend.sandbox_uid
         if uid is None:
-            return fn(root, *args)
+            return fn(*args)
+        root: Path = args[0]
         fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             with rootless.as_user(uid):
-                return fn(Path(f"/proc/self/fd/{fd}"), *args)
+                return fn(Path(f"/proc/self/fd/{fd}"), *args[1:])
         finally:
             os.close(fd)
 
     async def _write_file(self, path: str, data: bytes, mode: int) -> None:
         self._check_alive()
-        await asyncio.to_thread(
-            self._as_root_inside, beneath.write_file, *self._host(path), data, mode
-        )
+        root, rel = self._host(path)
+        await asyncio.to_thread(self._as_root_inside, beneath.write_file, root, rel, data, mode)
 
     async def _read_file(self, path: str) -> bytes:
         self._check_alive()
-        return await asyncio.to_thread(self._as_root_inside, beneath.read_file, *self._host(path))
+        root, rel = self._host(path)
+        return await asyncio.to_thread(self._as_root_inside, beneath.read_file, root, rel)
 
     async def _put_archive(self, dest_dir: str, data: bytes) -> None:
         self._check_alive()
-        await asyncio.to_thread(self._as_root_inside, beneath.unpack, *self._host(dest_dir), data)
+        root, rel = self._host(dest_dir)
+        await asyncio.to_thread(self._as_root_inside, beneath.unpack, root, rel, data)
 
     async def _get_archive(self, path: str) -> bytes:
         self._check_alive()
