@@ -121,7 +121,8 @@ class LocalBackend(SandboxBackend):
         """This backend's filtered copy of /etc (built once, removed by ``aclose``)."""
         with self._lock:
             if self._etc is None:
-                self._etc = filtered_etc(self.config.state_dir / f"etc-{uuid.uuid4().hex[:12]}")
+                name = f"etc-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+                self._etc = filtered_etc(self.config.state_dir / name)
                 self._mounts.append(self._etc)
             return self._etc
 
@@ -184,6 +185,7 @@ class LocalBackend(SandboxBackend):
         await asyncio.to_thread(forks.sweep, self.config.state_dir)
         state = self.config.state_dir
         await asyncio.to_thread(cgroups.sweep, lambda sid: not (state / sid).exists())
+        await asyncio.to_thread(sweep_backend_mounts, state)
         return removed
 
     async def aclose(self) -> None:
@@ -194,6 +196,32 @@ class LocalBackend(SandboxBackend):
         self._views = {}
         await asyncio.to_thread(_unmount_all, self._mounts)
         await asyncio.to_thread(shutil.rmtree, self._views_dir, ignore_errors=True)
+
+
+def sweep_backend_mounts(state_dir: Path) -> list[Path]:
+    """Unmount and remove the template views and ``/etc`` copies (``views-<pid>-*``,
+    ``etc-<pid>-*``) of backends whose process is gone (a driver killed with SIGKILL)."""
+    removed: list[Path] = []
+    for entry in state_dir.glob("*-*-*"):
+        kind, _, rest = entry.name.partition("-")
+        pid = rest.split("-", 1)[0]
+        if kind not in ("views", "etc") or not pid.isdigit() or _alive(int(pid)):
+            continue
+        mounts = [*entry.iterdir()] if kind == "views" and entry.is_dir() else []
+        _unmount_all([entry] if kind == "etc" else mounts)
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _unmount_all(mounts: list[Path]) -> None:
