@@ -7,7 +7,8 @@ Prints exec(`true`) p50/p95 for raw ``subprocess.run(["bash","-c","true"])``, ou
 backend isolated (the default: bubblewrap namespaces, exec through the in-sandbox server)
 and with ``isolation: none``, mini-swe-agent's LocalEnvironment and SWE-ReX's
 LocalRuntime, and create → exec → close p50 on a 10,000-file template (isolated overlay,
-unisolated overlay, plain copy), with ratios.
+unisolated overlay, plain copy) and two floors measured in the same run (a bare
+``bwrap --ro-bind / / true``, a plain ``unshare`` + overlay mount), with ratios.
 Targets: isolated exec <= 1.5x raw (issue 12), unisolated <= 1.3x (issue 2); isolated
 overlay create+close <= 60 ms p50.
 """
@@ -134,6 +135,37 @@ async def lifecycle(mode: str, isolation: str, template: Path, state: Path, n: i
         await backend.aclose()
 
 
+def floors(template: Path, work: Path, n: int) -> dict[str, list[float]]:
+    """What any sandbox on this machine costs at least, measured in this run: a bare
+    bubblewrap (``bwrap --ro-bind / / true``, as this user) and a plain ``unshare`` of a
+    mount namespace mounting an overlay of the template (fresh upper each time) and running
+    ``true`` in it."""
+    out: dict[str, list[float]] = {"bwrap --ro-bind / / true": [], "unshare + overlay mount": []}
+    base = work / "floor"
+    for i in range(n + 3):
+        t = time.perf_counter()
+        subprocess.run(["bwrap", "--ro-bind", "/", "/", "true"], check=True)
+        dt_bwrap = time.perf_counter() - t
+        d = base / str(i)
+        t = time.perf_counter()
+        for sub in ("u", "w", "m"):
+            (d / sub).mkdir(parents=True)
+        opts = f"lowerdir={template},upperdir={d}/u,workdir={d}/w"
+        r = subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+             f"mount -t overlay overlay -o {opts} {d}/m && cd {d}/m && true"],
+            capture_output=True,
+        )  # fmt: skip
+        subprocess.run(["rm", "-rf", str(d)], check=False)
+        dt_ovl = time.perf_counter() - t
+        if r.returncode != 0:
+            return {"bwrap --ro-bind / / true": out["bwrap --ro-bind / / true"]}
+        if i >= 3:
+            out["bwrap --ro-bind / / true"].append(dt_bwrap)
+            out["unshare + overlay mount"].append(dt_ovl)
+    return out
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -185,11 +217,19 @@ async def main() -> None:
         except Exception as exc:  # overlay needs root, bwrap needs namespaces
             console.print(f"[yellow]{name}: unavailable ({exc})[/]")
     copy_p50 = pct(results["copy, isolation none"], 0.5) if len(results) == 3 else float("nan")
+    for name, xs in floors(template, work, args.lifecycles).items():
+        results[f"floor: {name}"] = xs
     for mode, xs in results.items():
         t2.add_row(
             mode, f"{pct(xs, 0.5):.1f}", f"{pct(xs, 0.95):.1f}", f"{pct(xs, 0.5) / copy_p50:.3f}x"
         )
     console.print(t2)
+    iso = results.get("overlay, isolation bwrap")
+    if iso:
+        for name, xs in results.items():
+            if name.startswith("floor:") and xs:
+                console.print(f"isolated create+close / {name[7:]}: "
+                              f"{pct(iso, 0.5) / pct(xs, 0.5):.2f}x")  # fmt: skip
     subprocess.run(["rm", "-rf", str(work)], check=False)
 
 

@@ -19,6 +19,7 @@ from patchgym_sandbox import (
     create_backend,
     load_config,
 )
+from patchgym_sandbox import labels as L
 from patchgym_sandbox.local.backend import LocalSandbox
 from patchgym_sandbox.testing.security import host_processes_with
 
@@ -241,3 +242,30 @@ async def test_a_sandbox_removed_from_outside_is_lost(tmp_path: Path, template: 
             await sb.exec("true")
         with pytest.raises(SandboxLost):
             await sb.write_file("x.txt", "x")
+
+
+async def test_reap_unmounts_what_a_killed_driver_left(tmp_path: Path, template: Path) -> None:
+    """A SIGKILLed driver leaves its template views and /etc copy mounted; reap removes them."""
+    import json
+    import subprocess
+    import sys
+
+    state = tmp_path / "state"
+    args = {"config": {"type": "local", "state_dir": str(state)},
+            "spec": {"template": str(template)}, "run_id": "killed", "n": 1}  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "patchgym_sandbox.testing.driver", json.dumps(args)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 120)  # type: ignore[union-attr]
+        assert line.startswith("READY"), line
+    finally:
+        proc.kill()
+        proc.wait()
+    assert str(state) in Path("/proc/self/mountinfo").read_text()
+    backend = create_backend({"type": "local", "state_dir": str(state)})
+    await backend.reap({L.RUN_ID: "killed"}, expired=False)
+    await backend.aclose()
+    assert str(state) not in Path("/proc/self/mountinfo").read_text()

@@ -28,6 +28,7 @@ from patchgym_sandbox import (
     SandboxFileNotFound,
     SandboxSpec,
     load_config,
+    seccomp,
 )
 
 Config = Callable[..., dict[str, Any]]
@@ -94,11 +95,18 @@ async def test_hardened_by_default(
         assert isinstance(s, DockerSandbox)
         host = engine.api.inspect_container(s.container_id)["HostConfig"]
         assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == sorted(DEFAULT_CAP_ADD)
-        assert host["SecurityOpt"] == ["no-new-privileges"]
+        assert host["SecurityOpt"][0] == "no-new-privileges"
+        assert host["SecurityOpt"][1:] == [f"seccomp={seccomp.docker_profile_json()}"]
+        assert host["MaskedPaths"] == list(seccomp.MASKED_PATHS)
+        assert host["ReadonlyPaths"] == list(seccomp.READONLY_PATHS)
+        assert host["CgroupnsMode"] == "private"
         assert host["Privileged"] is False and host["NetworkMode"] == "none"
         assert host["PidsLimit"] == 1024 and host["Memory"] == 4096 << 20
         assert not host.get("Binds") and not host.get("Mounts")
-        status = (await s.exec("grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status")).stdout
+        status = (
+            await s.exec("grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp)' /proc/self/status")
+        ).stdout
+        assert "Seccomp:\t2" in status
         assert f"CapEff:\t{EXPECTED_CAP_EFF}" in status
         assert f"CapBnd:\t{EXPECTED_CAP_EFF}" in status
         assert "NoNewPrivs:\t1" in status

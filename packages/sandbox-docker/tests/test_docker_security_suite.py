@@ -17,10 +17,26 @@ DISK = (
 )
 
 
+ROOT = (
+    "container root is host root unless the engine runs with userns-remap (a daemon-wide "
+    "setting of the shared engine, not a container option); dropped capabilities, the "
+    "seccomp profile and the read-only /proc/sys are what stand between them here"
+)
+MOUNTINFO = (
+    "the overlay2 storage driver mounts each container's root with its layers' paths under "
+    "the engine's data root (lowerdir=/var/lib/docker/overlay2/...); no container option "
+    "changes that"
+)
+
+
 class TestDockerSecurity(DefaultDockerTarget, SandboxSecurity):
     """Default backend settings: capabilities dropped, no-new-privileges, no network."""
 
-    cannot_prevent: ClassVar[dict[str, str]] = {"exceed_disk": DISK}
+    cannot_prevent: ClassVar[dict[str, str]] = {
+        "exceed_disk": DISK,
+        "sandbox_root_is_host_root": ROOT,
+        "host_paths_in_mount_table": MOUNTINFO,
+    }
 
     @pytest.fixture
     def sandbox_spec(self, test_image: str) -> SandboxSpec:

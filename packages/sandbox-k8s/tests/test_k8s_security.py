@@ -6,12 +6,15 @@ What a pod spec cannot prevent is declared with the reason (see the package READ
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from conftest import HOST_NETWORK
 
+from patchgym_k8s import seccomp_profile
 from patchgym_sandbox import SandboxSpec
 from patchgym_sandbox.testing.security import SandboxSecurity
 
@@ -25,6 +28,29 @@ CANNOT_PREVENT = {
         "failing write; the pod is evicted, the writes first succeed"
     ),
 }
+CANNOT_PREVENT.update({
+    "sandbox_root_is_host_root": (
+        "Kubernetes 1.20 has no user namespaces for pods (hostUsers: false is 1.25+ and needs "
+        "runtime support): container root is node root, held back by dropped capabilities, "
+        "seccomp and the runtime's read-only /proc/sys"
+    ),
+    "host_paths_in_mount_table": (
+        "the runtime's overlay2 storage driver mounts the container root from its layers' "
+        "paths under the node's data root (lowerdir=/var/lib/docker/overlay2/...)"
+    ),
+    "host_paths_in_cgroup": (
+        "the dockershim runtime on cgroup v1 gives pods no cgroup namespace and a pod spec "
+        "has no field for one"
+    ),
+})  # fmt: skip
+KUBELET_SECCOMP = Path(os.environ.get("PATCHGYM_KUBELET_SECCOMP", "/var/lib/kubelet/seccomp"))
+"""The test node's kubelet ``--seccomp-profile-root`` (its default): the node is this machine."""
+if not KUBELET_SECCOMP.parent.is_dir():
+    CANNOT_PREVENT["dangerous_system_calls"] = (
+        f"the node's kubelet root ({KUBELET_SECCOMP.parent}) is not on this machine, so "
+        "patchgym's Localhost profile cannot be installed; RuntimeDefault allows io_uring "
+        "and ptrace on this runtime"
+    )
 if HOST_NETWORK:
     CANNOT_PREVENT["reach_host_loopback"] = (
         "the loopback-only test cluster runs pods with host_network (its CNI gives pods no IP), "
@@ -37,6 +63,9 @@ class TestK8sSecurity(SandboxSecurity):
 
     @pytest.fixture
     def backend_config(self, k8s_config: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+        if KUBELET_SECCOMP.parent.is_dir():
+            seccomp_profile.install(KUBELET_SECCOMP)
+            return k8s_config(seccomp_profile="Localhost")
         return k8s_config()
 
     @pytest.fixture

@@ -18,6 +18,7 @@ from patchgym_docker.engine import explain, status_of
 from patchgym_docker.exec_client import ExecServerConnection, server_source
 from patchgym_docker.shell import DockerShellChannel
 from patchgym_sandbox import labels as L
+from patchgym_sandbox import seccomp
 from patchgym_sandbox.errors import ConfigError, InfraError, SandboxFileNotFound, SandboxLost
 from patchgym_sandbox.remote import FrameDecoder
 from patchgym_sandbox.result import ExecResult
@@ -122,14 +123,19 @@ class DockerSandbox(Sandbox):
             kwargs["cap_drop"] = cfg.cap_drop
         if cfg.cap_add:
             kwargs["cap_add"] = cfg.cap_add
-        if cfg.no_new_privileges:
-            kwargs["security_opt"] = ["no-new-privileges"]
+        opts = [f"seccomp={seccomp.docker_profile_json()}"]
+        kwargs["security_opt"] = ["no-new-privileges", *opts] if cfg.no_new_privileges else opts
         if cfg.read_only_rootfs:
             kwargs["read_only"] = True
         if cfg.shm_size_mb is not None:
             kwargs["shm_size"] = f"{cfg.shm_size_mb}m"
         kwargs.update(cfg.extra_host_config)
-        return cast(dict[str, Any], api.create_host_config(**kwargs))
+        host = cast(dict[str, Any], api.create_host_config(**kwargs))
+        # the OCI defaults, stated here rather than left to the engine's version
+        host.setdefault("MaskedPaths", list(seccomp.MASKED_PATHS))
+        host.setdefault("ReadonlyPaths", list(seccomp.READONLY_PATHS))
+        host.setdefault("CgroupnsMode", "private")
+        return host
 
     def _create(self, api: APIClient) -> str:
         """Create the container, named after the sandbox id so a retried create is harmless."""

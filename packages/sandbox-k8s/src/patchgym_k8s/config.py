@@ -53,8 +53,13 @@ class K8sConfig(BackendConfig):
     gives the sandbox the node's network, host loopback included: never for real runs."""
     cap_add: list[str] = Field(default_factory=lambda: list(DEFAULT_CAP_ADD))
     """Capabilities kept after ``drop: [ALL]``: what installs, git and ``su`` need as root."""
-    seccomp_profile: Literal["RuntimeDefault", "Unconfined"] = "RuntimeDefault"
-    """The container runtime's default seccomp filter (Kubernetes' own default is none)."""
+    seccomp_profile: Literal["RuntimeDefault", "Localhost", "Unconfined"] = "RuntimeDefault"
+    """``RuntimeDefault``: the container runtime's default filter (Kubernetes' own default is
+    none). ``Localhost``: patchgym's own policy (:mod:`patchgym_sandbox.seccomp`, the same as
+    the local and docker backends), read by the kubelet from ``seccomp_localhost_profile``
+    under its seccomp root on each node; write it there with
+    ``python -m patchgym_k8s.seccomp_profile /var/lib/kubelet/seccomp``."""
+    seccomp_localhost_profile: str = "patchgym.json"
     requests: dict[str, str] = Field(default_factory=dict)
     """Container resource requests, e.g. ``{"cpu": "250m", "memory": "512Mi"}``."""
     limits: dict[str, str] = Field(default_factory=dict)

@@ -74,13 +74,20 @@ def run_as(user: str | None) -> dict[str, int]:
     return ctx
 
 
+def seccomp_profile(cfg: K8sConfig) -> dict[str, str]:
+    if cfg.seccomp_profile == "Localhost":
+        return {"type": "Localhost", "localhostProfile": cfg.seccomp_localhost_profile}
+    return {"type": cfg.seccomp_profile}
+
+
 def security_context(cfg: K8sConfig, spec: SandboxSpec) -> dict[str, Any]:
     """The container's securityContext: no privilege escalation, capabilities dropped."""
     return {
         "allowPrivilegeEscalation": False,
         "privileged": False,
         "capabilities": {"drop": ["ALL"], "add": list(cfg.cap_add)},
-        "seccompProfile": {"type": cfg.seccomp_profile},
+        "seccompProfile": seccomp_profile(cfg),
+        "procMount": "Default",  # the runtime's masked and read-only /proc paths
         **run_as(spec.user),
     }
 

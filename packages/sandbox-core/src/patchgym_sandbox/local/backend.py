@@ -19,22 +19,25 @@ import shutil
 import sys
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
+from typing import Any, TypeVar
 
-from patchgym_sandbox import beneath
+from patchgym_sandbox import beneath, seccomp
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import PrepareReport, SandboxBackend, SandboxInfo
-from patchgym_sandbox.errors import ConfigError, SandboxLost
-from patchgym_sandbox.local import cgroups, forks, records, workcopy
+from patchgym_sandbox.errors import ConfigError, IsolationUnavailable, SandboxLost
+from patchgym_sandbox.local import cgroups, forks, records, rootless, workcopy
 from patchgym_sandbox.local.config import LocalConfig
 from patchgym_sandbox.local.isolation import (
     bwrap_argv,
     bwrap_path,
     filtered_etc,
     interpreter_paths,
+    remove_etc,
 )
 from patchgym_sandbox.local.limits import preexec_for
 from patchgym_sandbox.local.server import ServerConnection, launch
@@ -47,6 +50,7 @@ from patchgym_sandbox.session import SHELL_ARGV, SHELL_ENV, ShellChannel
 from patchgym_sandbox.spec import SandboxSpec
 from patchgym_sandbox.supervisor import kill_tree, supervise
 
+T = TypeVar("T")
 SANDBOX_TOKEN = "PATCHGYM_SANDBOX"
 NOT_RUN = {"exit_code": 127, "timed_out": False, "idle_timed_out": False, "duration_s": 0.0}
 log = logging.getLogger("patchgym.sandbox.local")
@@ -77,6 +81,12 @@ class LocalBackend(SandboxBackend):
         self._etc: Path | None = None
         self.cgroups: cgroups.Layout | None = None
         """The host's cgroup layout, found once at start (v2: its subtree set up)."""
+        self._views: dict[Path, Path] = {}
+        self._mounts: list[Path] = []
+        """The backend's own mounts (template views, /etc); unmounted by ``aclose`` or,
+        for a backend dropped without it, when it is collected or the process exits."""
+        weakref.finalize(self, _unmount_all, self._mounts)
+        self._views_dir = config.state_dir / f"views-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         if config.isolation == "bwrap":
             bwrap_path()
             self.cgroups = cgroups.layout()
@@ -115,8 +125,39 @@ class LocalBackend(SandboxBackend):
         """This backend's filtered copy of /etc (built once, removed by ``aclose``)."""
         with self._lock:
             if self._etc is None:
-                self._etc = filtered_etc(self.config.state_dir / f"etc-{uuid.uuid4().hex[:12]}")
+                name = f"etc-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+                self._etc = filtered_etc(self.config.state_dir / name)
+                self._mounts.append(self._etc)
             return self._etc
+
+    @property
+    def sandbox_uid(self) -> int | None:
+        """Host uid of sandbox root (None: bubblewrap already runs as this unprivileged
+        driver's uid, or no isolation)."""
+        return rootless.SANDBOX_UID if self.isolated and os.geteuid() == 0 else None
+
+    def template_view(self, template: Path) -> Path:
+        """The template as the sandbox's root owns it: an idmapped read-only mount, made
+        once per template and backend (see :mod:`patchgym_sandbox.local.rootless`)."""
+        if self.sandbox_uid is None:
+            return template
+        with self._lock:
+            view = self._views.get(template)
+            if view is None:
+                view = self._views_dir / str(len(self._views))
+                view.mkdir(parents=True)
+                try:
+                    rootless.mount_idmapped(template, view, self.sandbox_uid)
+                except OSError as exc:
+                    raise IsolationUnavailable(
+                        f"the template {template} cannot be shown to the unprivileged sandbox "
+                        f"root ({exc}): rootless isolation needs idmapped mounts (Linux >= "
+                        "5.19 for overlay over them, a filesystem that supports them: ext4, "
+                        "xfs, btrfs, tmpfs); or opt out with isolation: none (no boundary)"
+                    ) from exc
+                self._mounts.append(view)
+                self._views[template] = view
+            return view
 
     def readonly_paths(self) -> list[Path]:
         cfg = self.config.readonly_paths
@@ -148,15 +189,48 @@ class LocalBackend(SandboxBackend):
         await asyncio.to_thread(forks.sweep, self.config.state_dir)
         state = self.config.state_dir
         await asyncio.to_thread(cgroups.sweep, lambda sid: not (state / sid).exists())
+        await asyncio.to_thread(sweep_backend_mounts, state)
         return removed
 
     async def aclose(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
-        if self._etc is not None:
-            etc, self._etc = self._etc, None
-            await asyncio.to_thread(shutil.rmtree, etc, ignore_errors=True)
+        self._etc = None
+        self._views = {}
+        await asyncio.to_thread(_unmount_all, self._mounts)
+        await asyncio.to_thread(shutil.rmtree, self._views_dir, ignore_errors=True)
+
+
+def sweep_backend_mounts(state_dir: Path) -> list[Path]:
+    """Unmount and remove the template views and ``/etc`` copies (``views-<pid>-*``,
+    ``etc-<pid>-*``) of backends whose process is gone (a driver killed with SIGKILL)."""
+    removed: list[Path] = []
+    for entry in state_dir.glob("*-*-*"):
+        kind, _, rest = entry.name.partition("-")
+        pid = rest.split("-", 1)[0]
+        if kind not in ("views", "etc") or not pid.isdigit() or _alive(int(pid)):
+            continue
+        mounts = [*entry.iterdir()] if kind == "views" and entry.is_dir() else []
+        _unmount_all([entry] if kind == "etc" else mounts)
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _unmount_all(mounts: list[Path]) -> None:
+    while mounts:
+        remove_etc(mounts.pop())  # unmount, then remove the (now empty) mount point
 
 
 def remove_sandbox(state_dir: Path, sandbox_id: str) -> None:
@@ -238,9 +312,10 @@ class LocalSandbox(Sandbox):
         self._base.mkdir(parents=True)
         rec = records.Record(id=self.id, root=str(self._root), labels=self.spec.all_labels(self.id))
         records.write(state_dir, rec)
+        uid = self._backend.sandbox_uid
         disk_mb = self.spec.resources.disk_mb if self._isolated else None
         space = self._base
-        if disk_mb:
+        if disk_mb or uid is not None:  # a tmpfs: /tmp's mount names no host path
             space = self._base / "disk"
             space.mkdir()
             workcopy.mount_tmpfs(space, disk_mb)
@@ -249,12 +324,17 @@ class LocalSandbox(Sandbox):
             self._tmp = space / "tmp"
         for d in (self._tmp, self._base / "home"):
             d.mkdir()
+            if uid is not None:
+                rootless.own(d, uid)
         lowers = self._lowers(template)
         if lowers and self._backend.use_overlay():
             upper, work = space / "upper", space / "ovl-work"
             for d in (self._root, upper, work):
                 d.mkdir()
-            workcopy.mount_overlay(lowers, upper, work, self._root)
+            if uid is not None:
+                rootless.own(upper, uid)
+                os.chmod(upper, lowers[-1].stat().st_mode & 0o7777)
+            workcopy.mount_overlay(lowers, upper, work, self._root, names_under=self._base)
             self._upper = upper
             rec.mounted = True
             rec.mounts.insert(0, str(self._root))
@@ -263,6 +343,8 @@ class LocalSandbox(Sandbox):
             rec.root = str(self._root)
             if not lowers:
                 self._root.mkdir()
+                if uid is not None:
+                    rootless.own(self._root, uid)
             else:
                 workcopy.copy_tree(lowers[0], self._root)
         if self._snapshot is not None:
@@ -280,31 +362,53 @@ class LocalSandbox(Sandbox):
         """What the working copy starts from, top first: a fork's snapshot, the template."""
         snap = self._snapshot
         if snap is None:
-            return [template] if template is not None else []
+            return [self._backend.template_view(template)] if template is not None else []
         beneath = [template] if snap.layered and template is not None else []
-        return [snap.part("root"), *beneath]
+        return [snap.part("root"), *map(self._backend.template_view, beneath)]
 
     def _launch(self, groups: list[Path]) -> ServerConnection:
         res = self.spec.resources
+        uid = self._backend.sandbox_uid
+        paths = [p for p in [*self._backend.readonly_paths(), *map(Path, self.spec.mounts)]
+                 if p.exists()]  # fmt: skip
+        sources = [self._backend.etc_dir(), self._tmp, self._root, *paths]
+        staged = rootless.staged_paths(sources) if uid is not None else sources
+        filter_fd = seccomp.bpf_fd()
+
+        def preexec() -> None:
+            """Still root: private staging mounts, into the cgroups before any namespace
+            exists (so the cgroup namespace's root is the sandbox's own group), then the
+            sandbox's uid for good."""
+            if uid is None:
+                return
+            rootless.private_mounts(sources)
+            cgroups.add(groups, os.getpid())
+            rootless.become(uid)
+
         argv_for = partial(
             bwrap_argv,
-            etc=self._backend.etc_dir(),
-            readonly=self._backend.readonly_paths(),
-            root=self._root,
+            etc=staged[0],
+            readonly=list(zip(staged[3:], paths, strict=True)),
+            root=staged[2],
             workdir=self.workdir,
-            tmp=self._tmp,
+            tmp=staged[1],
             network=self.spec.network,
-            mounts=tuple(self.spec.mounts),
+            seccomp_fd=filter_fd,
         )
-        return launch(
-            lambda info, block: argv_for(info_fd=info, block_fd=block),
-            python=self._backend.python(),
-            env=self._env({}),
-            rlimits={"RLIMIT_CPU": res.cpu_time_s} if res.cpu_time_s else {},
-            on_init=lambda pid: cgroups.add(groups, pid),
-            sandbox_id=self.id,
-            log=self._base / "bwrap.log",
-        )
+        try:
+            return launch(
+                lambda info, block: argv_for(info_fd=info, block_fd=block),
+                python=self._backend.python(),
+                env=self._env({}),
+                rlimits={"RLIMIT_CPU": res.cpu_time_s} if res.cpu_time_s else {},
+                on_init=lambda pid: cgroups.add(groups, pid),
+                sandbox_id=self.id,
+                log=self._base / "bwrap.log",
+                preexec_fn=preexec,
+                pass_fds=(filter_fd,),
+            )
+        finally:
+            os.close(filter_fd)
 
     async def _close(self) -> None:
         for chan in self._channels:
@@ -398,20 +502,39 @@ class LocalSandbox(Sandbox):
         return chan
 
     # -- files: resolved beneath the sandbox's directories, never through its links ------
+    def _as_root_inside(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a file operation with the file rights of the sandbox's root (its host uid):
+        what the driver writes belongs to it, what it reads is what that root could. The
+        trusted ``root`` is opened first, as the driver (its ancestors may be closed to
+        that uid), and handed over as its descriptor."""
+        uid = self._backend.sandbox_uid
+        if uid is None:
+            return fn(*args)
+        root: Path = args[0]
+        fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            with rootless.as_user(uid):
+                return fn(Path(f"/proc/self/fd/{fd}"), *args[1:])
+        finally:
+            os.close(fd)
+
     async def _write_file(self, path: str, data: bytes, mode: int) -> None:
         self._check_alive()
-        await asyncio.to_thread(beneath.write_file, *self._host(path), data, mode)
+        root, rel = self._host(path)
+        await asyncio.to_thread(self._as_root_inside, beneath.write_file, root, rel, data, mode)
 
     async def _read_file(self, path: str) -> bytes:
         self._check_alive()
-        return await asyncio.to_thread(beneath.read_file, *self._host(path))
+        root, rel = self._host(path)
+        return await asyncio.to_thread(self._as_root_inside, beneath.read_file, root, rel)
 
     async def _put_archive(self, dest_dir: str, data: bytes) -> None:
         self._check_alive()
-        await asyncio.to_thread(beneath.unpack, *self._host(dest_dir), data)
+        root, rel = self._host(dest_dir)
+        await asyncio.to_thread(self._as_root_inside, beneath.unpack, root, rel, data)
 
     async def _get_archive(self, path: str) -> bytes:
         self._check_alive()
         root, rel = self._host(path)
         name = posixpath.basename(path.rstrip("/")) or "root"
-        return await asyncio.to_thread(beneath.pack, root, rel, name)
+        return await asyncio.to_thread(self._as_root_inside, beneath.pack, root, rel, name)

@@ -1,7 +1,10 @@
 """Fork snapshots of the local backend: a parent's writable state, shared read-only by its children.
 
 ``take`` copies the parent's working-copy layer (its overlay upper dir when it has one,
-else the whole working copy), its /tmp and its home into ``<state_dir>/forks/<id>/``. The
+else the whole working copy), its /tmp and its home into ``<state_dir>/forks/<id>/``,
+through descriptors only (:mod:`patchgym_sandbox.local.snapcopy`): the parent's processes
+may be swapping its directories for links while the copy runs, so nothing is opened by
+path beneath a directory they control. The
 parent keeps running and writing, so its own upper cannot be a lower layer: a copy is
 taken, once per fork (the upper is only what the parent changed). Nothing is frozen: the
 cgroup v1 hierarchy here has no freezer in use and stopping the processes with signals
@@ -25,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchgym_sandbox.local import workcopy
+from patchgym_sandbox.local import snapcopy, workcopy
 
 FORKS = "forks"
 
@@ -56,7 +59,7 @@ def take(
             target = snap.part(name)
             target.mkdir()
             if source.is_dir():
-                workcopy.copy_tree(source, target)
+                snapcopy.copy_beneath(source, target)
     except BaseException:
         workcopy.remove_tree(snap.path)
         raise

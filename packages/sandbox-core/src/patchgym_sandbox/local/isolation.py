@@ -5,9 +5,12 @@ copy of ``/etc`` (only world-readable entries, never ``shadow``/``gshadow``/ssh 
 interpreter prefixes the tasks run (read-only, at their own paths), a fresh ``/proc``, a
 minimal ``/dev``, the sandbox's private ``/tmp`` and its working copy at the workdir.
 Nothing else of the host: no ``/run``, ``/var``, ``/root``, ``/home``, no host sockets, no
-network unless asked. All namespaces unshared, every capability dropped, no new user
-namespaces, ``no_new_privs`` (bubblewrap always sets it), and the sandbox dies with its
-driver.
+network unless asked. All namespaces unshared (the cgroup namespace too: the sandbox sees
+its own cgroup as ``/``), root inside is an unprivileged uid outside
+(:mod:`patchgym_sandbox.local.rootless`), every capability dropped, no new user
+namespaces, ``no_new_privs`` (bubblewrap always sets it), the seccomp policy of
+:mod:`patchgym_sandbox.seccomp`, the OCI runtime spec's masked and read-only ``/proc``
+paths, and the sandbox dies with its driver.
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from functools import cache
 from pathlib import Path
 
 from patchgym_sandbox.errors import IsolationUnavailable
+from patchgym_sandbox.local import rootless, workcopy
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_NEVER = frozenset(
     {"shadow", "shadow-", "gshadow", "gshadow-", "sudoers", "sudoers.d", "ssh", "docker",
      "kubernetes", "security", "credstore", "credstore.encrypted", "wireguard", "ssl/private"}
 )  # fmt: skip
+ETC_TMPFS_MB = 64
 FIX = (
     "install bubblewrap (apt-get install bubblewrap) on a kernel with user and mount "
     "namespaces, or opt out explicitly (no security boundary): `sandbox.isolation=none` on "
@@ -42,9 +47,10 @@ def bwrap_path() -> str:
     if path is None:
         raise IsolationUnavailable(f"the local backend isolates with bubblewrap: {FIX}")
     probe = subprocess.run(
-        [path, "--unshare-all", "--cap-drop", "ALL", *_system_binds(), "--proc", "/proc",
-         "--dev", "/dev", "true"],
+        [path, "--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0", "--cap-drop",
+         "ALL", *_system_binds(), "--proc", "/proc", "--dev", "/dev", "true"],
         capture_output=True,
+        preexec_fn=rootless.become if os.geteuid() == 0 else None,
     )  # fmt: skip
     if probe.returncode != 0:
         raise IsolationUnavailable(
@@ -79,10 +85,12 @@ def _system_binds() -> list[str]:
 
 
 def filtered_etc(dest: Path) -> Path:
-    """Copy the world-readable part of /etc to ``dest`` (secrets are never world-readable)."""
-    tmp = dest.with_name(dest.name + f".{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    """Copy the world-readable part of /etc to a tmpfs mounted at ``dest`` (secrets are
+    never world-readable; a tmpfs, so the sandbox's mount table names no host path)."""
+    tmp = dest
+    dest.mkdir(parents=True)
+    if os.geteuid() == 0:
+        workcopy.mount_tmpfs(dest, ETC_TMPFS_MB)
     for dirpath, dirnames, filenames in os.walk("/etc"):
         rel = os.path.relpath(dirpath, "/etc")
         out = tmp / rel if rel != "." else tmp
@@ -109,31 +117,67 @@ def filtered_etc(dest: Path) -> Path:
                     shutil.copy2(src, out / name, follow_symlinks=False)
             except OSError:
                 continue
-    if dest.exists():
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        tmp.rename(dest)
     return dest
+
+
+def remove_etc(etc: Path) -> None:
+    workcopy.unmount(etc)
+    shutil.rmtree(etc, ignore_errors=True)
+
+
+MASKED = ("/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/timer_stats",
+          "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms", "/proc/kmsg")  # fmt: skip
+"""The OCI runtime spec's masked files (and two more): unreadable inside."""
+MASKED_DIRS = ("/proc/acpi", "/proc/scsi", "/proc/asound", "/proc/irq", "/proc/bus", "/proc/fs")
+"""Masked by an empty read-only tmpfs (the spec masks the first three, makes the others
+read-only: empty is stricter)."""
+READONLY = ("/proc/sys", "/proc/sysrq-trigger")
+"""Bound read-only over the sandbox's own /proc (their entries answer for the reader's
+namespaces, so the values are the sandbox's)."""
+
+
+def proc_defaults() -> list[str]:
+    """bwrap arguments masking and write-protecting /proc as the OCI defaults do (only
+    the entries this kernel has: a mount needs its target)."""
+    args: list[str] = []
+    for f in MASKED:
+        if os.path.exists(f):
+            args += ["--ro-bind", "/dev/null", f]  # nodev: even opening it fails
+    for d in MASKED_DIRS:
+        if os.path.isdir(d):
+            args += ["--perms", "0555", "--tmpfs", d, "--remount-ro", d]
+    for p in READONLY:
+        if os.path.exists(p):
+            args += ["--ro-bind", p, p]
+    return args
 
 
 def bwrap_argv(
     *,
     etc: Path,
-    readonly: Sequence[Path],
+    readonly: Sequence[tuple[Path, Path]],
     root: Path,
     workdir: str,
     tmp: Path,
     network: bool,
     info_fd: int,
     block_fd: int,
-    mounts: Sequence[str] = (),
+    seccomp_fd: int,
 ) -> list[str]:
     """argv up to (excluding) the command; the command runs as PID 1 of its namespace.
-    ``readonly`` and ``mounts`` (``SandboxSpec.mounts``) are bound read-only at their paths."""
+
+    bubblewrap runs as the unprivileged :data:`~patchgym_sandbox.local.rootless.SANDBOX_UID`
+    (see :mod:`patchgym_sandbox.local.rootless`) and maps it to uid 0 in a new user
+    namespace. ``readonly`` is ``(staged source, path inside)``: host paths the driver bound
+    where that uid can reach them, bound read-only at their own paths."""
     argv = [
         bwrap_path(),
         "--unshare-all",
         "--unshare-user",
+        "--uid",
+        "0",
+        "--gid",
+        "0",
         "--disable-userns",
         "--cap-drop",
         "ALL",
@@ -144,10 +188,10 @@ def bwrap_argv(
     argv += ["--info-fd", str(info_fd), "--block-fd", str(block_fd)]
     argv += _system_binds()
     argv += ["--ro-bind", str(etc), "/etc"]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(tmp), "/tmp"]
+    argv += ["--proc", "/proc", *proc_defaults(), "--dev", "/dev", "--bind", str(tmp), "/tmp"]
     # after /tmp: a prefix or a task env under the host's /tmp must not be hidden by it
-    for p in [*readonly, *map(Path, mounts)]:
-        if p.exists():
-            argv += ["--ro-bind", str(p), str(p)]
+    for staged, inside in readonly:
+        argv += ["--ro-bind", str(staged), str(inside)]
     argv += ["--bind", str(root), workdir, "--remount-ro", "/", "--chdir", workdir]
+    argv += ["--seccomp", str(seccomp_fd)]
     return argv

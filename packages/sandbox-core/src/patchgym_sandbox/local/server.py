@@ -181,9 +181,12 @@ def launch(
     on_init: Callable[[int], None],
     sandbox_id: str,
     log: Path,
+    preexec_fn: Callable[[], None] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ServerConnection:
     """Start the sandbox. ``argv_for(info_fd, block_fd)`` is bubblewrap's argv; ``on_init``
-    gets the init's PID while bubblewrap waits (to place it in cgroups) before anything runs."""
+    gets the init's PID while bubblewrap waits (to place it in cgroups) before anything runs;
+    ``preexec_fn`` runs in the child before bubblewrap (drops root, see ``local.rootless``)."""
     info_r, info_w = os.pipe()
     block_r, block_w = os.pipe()
     config = json.dumps({"rlimits": dict(rlimits)})
@@ -197,7 +200,8 @@ def launch(
                 stdout=subprocess.PIPE,
                 stderr=err,
                 env=dict(env),
-                pass_fds=(info_w, block_r),
+                pass_fds=(info_w, block_r, *pass_fds),
+                preexec_fn=preexec_fn,
                 start_new_session=True,
             )
     finally:

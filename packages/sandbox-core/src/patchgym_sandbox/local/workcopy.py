@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 MNT_DETACH = 2
@@ -17,18 +18,50 @@ MS_NODEV = 4
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
-def mount_overlay(lower: Path | Sequence[Path], upper: Path, work: Path, target: Path) -> None:
-    """Mount an overlay; a sequence of lower dirs stacks them, the first one on top."""
-    lowers = ":".join(map(str, [lower] if isinstance(lower, Path) else lower))
-    opts = f"lowerdir={lowers},upperdir={upper},workdir={work}".encode()
-    if _libc.mount(b"overlay", str(target).encode(), b"overlay", 0, opts) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"mount overlay on {target}: {os.strerror(err)}")
+def mount_overlay(
+    lower: Path | Sequence[Path],
+    upper: Path,
+    work: Path,
+    target: Path,
+    *,
+    names_under: Path | None = None,
+) -> None:
+    """Mount an overlay; a sequence of lower dirs stacks them, the first one on top.
+
+    With ``names_under`` (a directory only the driver writes, above ``upper`` and
+    ``work``) the mount options name the layers relative to it (``lowerdir=l0:l1,
+    upperdir=disk/upper``, through links ``l0``, ``l1`` made there): the options are what
+    ``/proc/self/mountinfo`` shows inside the sandbox, and they name no host path. The
+    mount then runs in a ``mount`` child whose working directory is ``names_under`` (the
+    driver's own cannot change: it has many threads)."""
+    lowers = [lower] if isinstance(lower, Path) else list(lower)
+    if names_under is None:
+        opts = f"lowerdir={':'.join(map(str, lowers))},upperdir={upper},workdir={work}"
+        if _libc.mount(b"overlay", str(target).encode(), b"overlay", 0, opts.encode()) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mount overlay on {target}: {os.strerror(err)}")
+        return
+    names = []
+    for i, layer in enumerate(lowers):
+        link = names_under / f"l{i}"
+        link.symlink_to(layer)
+        names.append(link.name)
+    rel = partial(os.path.relpath, start=names_under)
+    opts = f"lowerdir={':'.join(names)},upperdir={rel(upper)},workdir={rel(work)}"
+    r = subprocess.run(
+        ["mount", "-n", "-t", "overlay", "-o", opts, "overlay", rel(target)],
+        cwd=names_under,
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        raise OSError(f"mount overlay on {target}: {r.stderr.strip()}")
 
 
-def mount_tmpfs(target: Path, size_mb: int) -> None:
-    """A size-limited tmpfs: the sandbox's disk (its pages also count as its memory)."""
-    opts = f"size={size_mb}m,mode=0755".encode()
+def mount_tmpfs(target: Path, size_mb: int | None) -> None:
+    """A tmpfs, size-limited when ``size_mb`` is given: the sandbox's disk (its pages also
+    count as its memory)."""
+    opts = (f"size={size_mb}m,mode=0755" if size_mb else "mode=0755").encode()
     if _libc.mount(b"tmpfs", str(target).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount tmpfs on {target}: {os.strerror(err)}")

@@ -39,6 +39,7 @@ from patchgym_sandbox.spec import Resources, SandboxSpec
 from patchgym_sandbox.testing.suite import BackendSuite
 
 SECRET_VAR = "PATCHGYM_SECURITY_SECRET"
+FORK_RACE_TRIES = 8
 FILE_API_REFUSALS = (SandboxError, OSError)
 """What the driver's file API may raise instead of following a planted link."""
 
@@ -467,3 +468,214 @@ class SandboxSecurity(BackendSuite):
             assert line not in r.output, "this machine's /etc/shadow was read from inside"
         if shadow.strip() and sys.platform == "linux":
             assert shadow not in r.output, "this machine's /etc/shadow was read from inside"
+
+    # -- the kernel boundary: uid mapping, sysctls, seccomp, /proc, host paths -------------
+    @pytest.mark.asyncio
+    async def test_sandbox_root_is_not_host_root(self, sb: Sandbox) -> None:
+        """Root inside must be an unprivileged uid of this machine (checked from here, on
+        the process itself, when it runs on this machine; else from its uid_map)."""
+        self.attack("sandbox_root_is_host_root")
+        marker = "pguidprobe" + uuid.uuid4().hex[:12]
+        await sb.exec(f"(exec -a {marker} sleep 120 &) ; true", timeout=30)
+        try:
+            deadline = time.monotonic() + 10
+            pids = host_processes_with(marker)
+            while not pids and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+                pids = host_processes_with(marker)
+            if pids:
+                for pid in pids:
+                    with contextlib.suppress(OSError):
+                        status = Path(f"/proc/{pid}/status").read_text()
+                        uids = next(ln for ln in status.splitlines() if ln.startswith("Uid:"))
+                        assert set(uids.split()[1:]) != {"0"} and "0" not in uids.split()[1:], (
+                            f"a process of sandbox root runs as root on this machine: {uids}"
+                        )
+                return
+            r = await sb.exec("cat /proc/self/uid_map", timeout=30)
+            first = r.stdout.split()
+            assert first[:3] != ["0", "0", "4294967295"], (
+                f"sandbox root is this machine's root (uid_map {r.stdout.strip()!r})"
+            )
+        finally:
+            await sb.exec(f"pkill -f {marker}; true", timeout=30)
+
+    @pytest.mark.asyncio
+    async def test_write_host_kernel_state(self, sb: Sandbox) -> None:
+        """core_pattern pipes a crash dump to a program run as host root; modprobe names
+        the program the kernel runs as root for an unknown module. Neither may change."""
+        self.attack("write_host_kernel_state")
+        nonce = uuid.uuid4().hex[:8]
+        targets = ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe")
+        before = {t: Path(t).read_text() for t in targets if Path(t).exists()}
+        script = (
+            "import sys\n"
+            "for path, value in [(p, v) for p, v in zip(sys.argv[1::2], sys.argv[2::2])]:\n"
+            "    try:\n"
+            "        open(path, 'w').write(value)\n"
+            "        print('WROTE', path)\n"
+            "    except OSError as e:\n"
+            "        print('refused', path, e)\n"
+        )
+        try:
+            await sb.write_file("/tmp/pg-sysctl.py", script)
+            r = await sb.exec(
+                f"python3 /tmp/pg-sysctl.py {targets[0]} '|/tmp/pg-{nonce} %p' "
+                f"{targets[1]} /tmp/pg-{nonce} /proc/sys/kernel/sysrq 0; "
+                f"sysctl -w kernel.core_pattern='|/tmp/pg-{nonce}' 2>&1; true",
+                timeout=60,
+            )
+            after = {t: Path(t).read_text() for t in before}
+        finally:
+            for t, value in before.items():  # undo a successful attack before failing
+                if Path(t).read_text() != value:
+                    Path(t).write_text(value)
+        assert after == before, f"a write from inside changed this machine's kernel state: {after}"
+        assert "WROTE /proc/sys/kernel" not in r.stdout, r.output
+
+    @pytest.mark.asyncio
+    async def test_dangerous_system_calls(self, sb: Sandbox) -> None:
+        """Docker's default seccomp denials: keyrings, io_uring, bpf, perf, mounts, new
+        namespaces, ptrace of another process, kernel modules, userfaultfd."""
+        self.attack("dangerous_system_calls")
+        from patchgym_sandbox.seccomp import _NR
+
+        names = ("keyctl", "add_key", "request_key", "io_uring_setup", "bpf",
+                 "perf_event_open", "unshare", "setns", "mount", "open_tree", "fsopen",
+                 "init_module", "finit_module", "kexec_load", "userfaultfd", "ptrace",
+                 "process_vm_readv", "open_by_handle_at", "pivot_root", "syslog")  # fmt: skip
+        table = {arch: {n: _NR[n][i] for n in names if _NR[n][i] is not None}
+                 for i, arch in enumerate(("x86_64", "aarch64"))}  # fmt: skip
+        args = {"keyctl": (0, -3), "add_key": (0, 0, 0, 0, -3), "unshare": (0x10000000,),
+                "io_uring_setup": (4, 0), "bpf": (0, 0, 0), "perf_event_open": (0, 0, -1, -1, 0),
+                "fsopen": (0, 0), "open_tree": (-100, 0, 0), "userfaultfd": (0,),
+                "syslog": (3, 0, 0), "ptrace": (16, "VICTIM", 0, 0)}  # fmt: skip
+        probe = (
+            "import ctypes, errno, json, os, sys, time\n"
+            "libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long\n"
+            f"table = {table!r}[os.uname().machine]\n"
+            f"args = {args!r}\n"
+            "victim = os.fork()\n"
+            "if victim == 0:\n"
+            "    time.sleep(60); os._exit(0)\n"
+            "for name, nr in sorted(table.items()):\n"
+            "    a = [victim if x == 'VICTIM' else x for x in args.get(name, (0, 0, 0))]\n"
+            "    r = libc.syscall(nr, *[ctypes.c_long(x) for x in a])\n"
+            "    e = ctypes.get_errno()\n"
+            "    print(name, 'ALLOWED' if r >= 0 or e not in (errno.EPERM, errno.EACCES, errno.ENOSYS) else 'denied', r, errno.errorcode.get(e))\n"
+            "os.kill(victim, 9)\n"
+        )
+        await sb.write_file("/tmp/pg-sys.py", probe)
+        r = await sb.exec("python3 /tmp/pg-sys.py; unshare -U true && echo UNSHARED", timeout=60)
+        allowed = [ln for ln in r.stdout.splitlines() if "ALLOWED" in ln or "UNSHARED" in ln]
+        assert r.stdout.count(" denied ") >= 10, r.output
+        assert not allowed, f"system calls a sandbox must not make went through: {allowed}"
+
+    @pytest.mark.asyncio
+    async def test_read_masked_proc_paths(self, sb: Sandbox) -> None:
+        """The OCI runtime spec's masked paths: kernel memory, keyrings, timers, firmware."""
+        self.attack("read_masked_proc_paths")
+        paths = ("/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/timer_stats",
+                 "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms")  # fmt: skip
+        dirs = ("/sys/firmware", "/proc/acpi", "/proc/scsi")
+        probe = (
+            "import os, sys\n"
+            f"for p in {paths!r}:\n"
+            "    try:\n"
+            "        with open(p, 'rb') as f: data = f.read(4096)\n"
+            "    except OSError as e:\n"
+            "        continue\n"
+            "    if p == '/proc/kallsyms' and all(ln.startswith(b'0000000000000000') for ln in data.splitlines()): continue\n"
+            "    if data: print('READ', p, len(data))\n"
+            f"for d in {dirs!r}:\n"
+            "    try:\n"
+            "        names = os.listdir(d)\n"
+            "    except OSError:\n"
+            "        continue\n"
+            "    if names: print('LISTED', d, names[:5])\n"
+        )
+        await sb.write_file("/tmp/pg-mask.py", probe)
+        r = await sb.exec("python3 /tmp/pg-mask.py", timeout=60)
+        assert "READ" not in r.stdout and "LISTED" not in r.stdout, r.output
+
+    def _host_paths(self, sb: Sandbox, sandbox_spec: SandboxSpec) -> list[str]:
+        """Paths of this machine a sandbox's tables must not name (its own are fine)."""
+        paths = ["/var/lib/docker", "/var/lib/kubelet", "/var/lib/containerd"]
+        if sandbox_spec.template and sandbox_spec.template != sb.workdir:
+            paths.append(str(Path(sandbox_spec.template)))
+        root = getattr(sb, "host_root", None)
+        if root is not None and str(root) != sb.workdir:
+            paths.append(str(Path(root).parent))
+        return paths
+
+    @pytest.mark.asyncio
+    async def test_host_paths_in_mount_table(self, sb: Sandbox, sandbox_spec: SandboxSpec) -> None:
+        """mountinfo names where the working copy lives on this machine (where root could
+        plant a program for the kernel to run): it must not."""
+        self.attack("host_paths_in_mount_table")
+        r = await sb.exec("cat /proc/self/mountinfo /proc/1/mountinfo", timeout=30)
+        leaked = [p for p in self._host_paths(sb, sandbox_spec) if p in r.stdout]
+        assert not leaked, f"the sandbox's mount table names this machine's {leaked}:\n{r.stdout}"
+
+    @pytest.mark.asyncio
+    async def test_host_paths_in_cgroup(self, sb: Sandbox) -> None:
+        """A cgroup namespace: the sandbox sees its own group as ``/``."""
+        self.attack("host_paths_in_cgroup")
+        r = await sb.exec("cat /proc/self/cgroup; cat /proc/1/cgroup", timeout=30)
+        lines = [ln for ln in r.stdout.splitlines() if ln.count(":") >= 2]
+        assert lines, r.output
+        outside = [ln for ln in lines if ln.split(":", 2)[2] not in ("/", "")]
+        assert not outside, f"the sandbox sees cgroup paths of this machine: {outside}"
+
+    @pytest.mark.asyncio
+    async def test_fork_snapshot_symlink_race(
+        self, sb: Sandbox, host_secret: tuple[Path, str], tmp_path: Path
+    ) -> None:
+        """While the parent is forked, its processes swap directories for links to this
+        machine's files (``renameat2`` exchange): no child may see a host file."""
+        self.attack("fork_snapshot_symlink_race")
+        path, secret = host_secret
+        racer = (
+            "import ctypes, os, sys\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "NR = {'x86_64': 316, 'aarch64': 276}[os.uname().machine]\n"
+            "pairs = []\n"
+            "for base in sys.argv[2:]:\n"
+            "    d, l = os.path.join(base, 'pgrace-d'), os.path.join(base, 'pgrace-l')\n"
+            "    os.makedirs(d, exist_ok=True)\n"
+            "    for i in range(50):\n"
+            "        os.makedirs(os.path.join(d, 'sub%d' % i), exist_ok=True)\n"
+            "        open(os.path.join(d, 'sub%d' % i, 'f'), 'w').write('mine\\n')\n"
+            "    open(os.path.join(d, os.path.basename(sys.argv[1])), 'w').write('mine\\n')\n"
+            "    if not os.path.lexists(l): os.symlink(os.path.dirname(sys.argv[1]), l)\n"
+            "    pairs.append((d.encode(), l.encode()))\n"
+            "open('/tmp/pgrace-ready', 'w').write('1')\n"
+            "while True:\n"
+            "    for d, l in pairs:\n"
+            "        libc.syscall(NR, -100, d, -100, l, 2)\n"
+        )
+        await sb.write_file("/tmp/pg-race.py", racer)
+        await sb.exec(
+            f"(python3 /tmp/pg-race.py {path} {sb.workdir} /tmp >/dev/null 2>&1 &); "
+            "for i in $(seq 300); do [ -e /tmp/pgrace-ready ] && break; sleep 0.1; done",
+            timeout=60,
+        )
+        refused: list[str] = []
+        for _ in range(FORK_RACE_TRIES):
+            try:
+                kids = await sb.fork(1)
+            except SandboxError as exc:
+                refused.append(str(exc))
+                continue
+            for kid in kids:
+                try:
+                    r = await kid.exec(
+                        f"cat {sb.workdir}/pgrace-*/* /tmp/pgrace-*/* 2>/dev/null; "
+                        f"grep -rl {secret} {sb.workdir} /tmp 2>/dev/null; true",
+                        timeout=60,
+                    )
+                    assert secret not in r.stdout, "a fork copied a file of this machine"
+                finally:
+                    await kid.close()
+        await sb.exec("pkill -f pg-race.py; true", timeout=30)
+        assert not refused, f"the parent's racing links made its fork fail: {refused[:2]}"
