@@ -34,7 +34,7 @@ def root(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("name", ["abs-link", "up-link", "dir-link/secret.txt", "env-link"])
 def test_reads_never_leave_the_root(root: Path, resolver: str, name: str) -> None:
     with pytest.raises((PathOutsideSandbox, SandboxFileNotFound)):
-        beneath.read_file(root, name)
+        beneath.read_file(root, name, 1 << 20)
 
 
 def test_writes_never_leave_the_root(root: Path, resolver: str, tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ def test_writes_never_leave_the_root(root: Path, resolver: str, tmp_path: Path) 
     assert (tmp_path / "secret.txt").read_text() == "outside\n"
     assert not (tmp_path / "new.txt").exists() and not (tmp_path / "sub").exists()
     beneath.write_file(root, "d/e/new.txt", b"ok", 0o600)
-    assert beneath.read_file(root, "d/e/new.txt") == b"ok"
+    assert beneath.read_file(root, "d/e/new.txt", 1 << 20) == b"ok"
 
 
 def test_archives_store_links_and_unpack_beneath(root: Path, resolver: str, tmp_path: Path) -> None:

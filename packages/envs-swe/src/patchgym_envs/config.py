@@ -47,6 +47,9 @@ class EnvConfig(BaseModel):
     """Wall-clock budget from the first step (sandbox creation included) to grading."""
     step_timeout_s: float = Field(default=120.0, gt=0)
     """Deadline of one tool command (the exec request's ``timeout``)."""
+    tool_timeout_s: float | None = Field(default=None, gt=0)
+    """Deadline of one whole tool call (every command and file operation in it); past it
+    the call is abandoned as an error observation. ``None``: 3 × ``step_timeout_s`` + 60 s."""
     max_observation_chars: int = Field(default=12_000, ge=500)
     blocked_commands: list[str] = Field(default_factory=list)
     python: str | None = None

@@ -339,6 +339,7 @@ class SWEEnv:
         settings = ToolSettings(
             max_observation_chars=self.config.max_observation_chars,
             step_timeout_s=self.config.step_timeout_s,
+            tool_timeout_s=self.config.tool_timeout_s,
             blocked_commands=tuple(self.config.blocked_commands),
         )
         self._ctx = ToolContext(

@@ -398,9 +398,9 @@ class LocalSandbox(Sandbox):
         self._check_alive()
         await asyncio.to_thread(beneath.write_file, *self._host(path), data, mode)
 
-    async def _read_file(self, path: str) -> bytes:
+    async def _read_file(self, path: str, max_bytes: int) -> bytes:
         self._check_alive()
-        return await asyncio.to_thread(beneath.read_file, *self._host(path))
+        return await asyncio.to_thread(beneath.read_file, *self._host(path), max_bytes)
 
     async def _put_archive(self, dest_dir: str, data: bytes) -> None:
         self._check_alive()
