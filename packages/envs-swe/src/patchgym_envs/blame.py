@@ -6,8 +6,10 @@ grading writes into into a dangling link, the failure is the policy's and the ep
 scores 0 (RESOLVED_NO with the reason). Only a failure the policy could not have caused
 is infrastructure (``infra_error``, ``reward_valid = False``).
 
-The rule, applied only after the policy has acted: a failure is the policy's when a
-**control** succeeds without it — for a lost episode sandbox, a fresh sandbox of the same
+The rule, applied only after the policy has acted: a lost sandbox that is no longer
+listed by its backend was removed from outside (a reaper, an eviction, ``remove``) and
+is infrastructure; otherwise a failure is the policy's when a **control** succeeds
+without it — for a lost episode sandbox, a fresh sandbox of the same
 spec starts and answers; for grading, the same task graded without the patch raises no
 infrastructure error. When the control fails too, the engine or the task is at fault.
 The control costs one more sandbox, and only on failure.
@@ -43,6 +45,14 @@ def policy_failure(reason: str, *, grading_sandbox: str | None = None) -> Verdic
         rejected=reason,
         grading_sandbox=grading_sandbox,  # type: ignore[arg-type]
     )
+
+
+async def still_present(backend: SandboxBackend, sandbox_id: str) -> bool:
+    """Whether the backend still lists the sandbox (dead inside, not removed from outside)."""
+    try:
+        return any(info.id == sandbox_id for info in await backend.list_sandboxes())
+    except InfraError:
+        return False
 
 
 async def engine_healthy(backend: SandboxBackend, spec: SandboxSpec) -> bool:

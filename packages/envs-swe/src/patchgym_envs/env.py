@@ -400,13 +400,17 @@ class SWEEnv:
         self._infra_error = f"{type(exc).__name__}: {exc}"
 
     async def _failed(self, exc: BaseException) -> None:
-        """An infrastructure-typed failure: the policy's doing when it lost its own sandbox
-        after acting and a control sandbox of the same spec works (see ``blame``)."""
+        """An infrastructure-typed failure: the policy's doing when its own sandbox died
+        after it acted (still listed, not removed from outside) and a control sandbox of
+        the same spec works (see ``blame``)."""
+        sandbox = self._sandbox
         if (
             isinstance(exc, SandboxLost)
             and self._policy_acted
             and self._spec is not None
             and self._verdict is None
+            and sandbox is not None
+            and await blame.still_present(self._get_backend(), sandbox.id)
         ):
             await self._close_sandbox()
             if await blame.engine_healthy(self._get_backend(), self._spec):
@@ -462,6 +466,10 @@ class SWEEnv:
             await ensure_alive(self._sandbox)
         except (InfraError, *blame.SANDBOX_FILE_ERRORS) as exc:
             verdict = Verdict.infra(f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, SandboxLost) and not await blame.still_present(
+                self._get_backend(), self._sandbox.id
+            ):
+                return verdict  # removed from outside
         verdict = verdict.model_copy(update={"grading_sandbox": "same"})
         if verdict.infra_error is None:
             return verdict

@@ -8,12 +8,12 @@ hidden tests.
 from __future__ import annotations
 
 from patchgym_envs import grading
-from patchgym_envs.blame import SANDBOX_FILE_ERRORS, policy_failure
+from patchgym_envs.blame import SANDBOX_FILE_ERRORS, policy_failure, still_present
 from patchgym_envs.config import EnvConfig, default_of
 from patchgym_envs.grading import Verdict
 from patchgym_envs.sandboxes import apply_patch, ensure_alive, run_setup, spec_for
 from patchgym_envs.task import Task
-from patchgym_sandbox import InfraError, SandboxBackend
+from patchgym_sandbox import InfraError, SandboxBackend, SandboxLost
 
 
 async def evaluate_patch(
@@ -61,7 +61,9 @@ async def evaluate_patch(
         await ensure_alive(sandbox)
         verdict = verdict.model_copy(update={"grading_sandbox": "fresh"})
     except (InfraError, *SANDBOX_FILE_ERRORS) as exc:
-        if not applied:
+        if not applied or (
+            isinstance(exc, SandboxLost) and not await still_present(backend, sandbox.id)
+        ):  # before the patch ran, or removed from outside
             return Verdict.infra(f"{type(exc).__name__}: {exc}")
         verdict = Verdict.infra(f"{type(exc).__name__}: {exc}")
     finally:
