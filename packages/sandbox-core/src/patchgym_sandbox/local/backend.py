@@ -28,7 +28,7 @@ from patchgym_sandbox import beneath
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import PrepareReport, SandboxBackend, SandboxInfo
 from patchgym_sandbox.errors import ConfigError, SandboxLost
-from patchgym_sandbox.local import cgroups, forks, records, workcopy
+from patchgym_sandbox.local import cgroups, forks, oomguard, records, workcopy
 from patchgym_sandbox.local.config import LocalConfig
 from patchgym_sandbox.local.isolation import (
     bwrap_argv,
@@ -271,6 +271,7 @@ class LocalSandbox(Sandbox):
             rec.cgroups = [str(g) for g in groups]
             records.write(state_dir, rec)
             self._server = self._launch(groups)
+            oomguard.protect(self._server.init_pid)
 
     def _lowers(self, template: Path | None) -> list[Path]:
         """What the working copy starts from, top first: a fork's snapshot, the template."""
