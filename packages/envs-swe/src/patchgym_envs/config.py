@@ -52,6 +52,9 @@ class EnvConfig(BaseModel):
     the call is abandoned as an error observation. ``None``: 3 × ``step_timeout_s`` + 60 s."""
     max_observation_chars: int = Field(default=12_000, ge=500)
     blocked_commands: list[str] = Field(default_factory=list)
+    data_roots: list[str] = Field(default_factory=list)
+    """Folders a row's local paths (``template``, ``metadata.local_env.path``) may lie in,
+    besides the cache and folders ``build-local`` marked (see ``patchgym_envs.rowpaths``)."""
     python: str | None = None
     """Interpreter whose folder goes first on PATH in local sandboxes (default: ``sys.executable``)."""
     run_id: str | None = None

@@ -323,6 +323,7 @@ class SWEEnv:
             rollout_id=f"{self.task.id}-{self._idx}" if self._idx is not None else None,
             lease_s=self.config.lease_s,
             resources=self.config.resources,
+            data_roots=self.config.data_roots,
         )
         self._spec = spec
         self._sandbox_loop = asyncio.get_running_loop()

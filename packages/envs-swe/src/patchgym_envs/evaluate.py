@@ -39,9 +39,14 @@ async def evaluate_patch(
     if env is not None:
         python = python or env.python
     setup_timeout_s = env.setup_timeout_s if env is not None else default_of("setup_timeout_s")
-    resources = env.resources if env is not None else None
     spec = spec_for(
-        task, backend, python=python, run_id=run_id, rollout_id=rollout_id, resources=resources
+        task,
+        backend,
+        python=python,
+        run_id=run_id,
+        rollout_id=rollout_id,
+        resources=env.resources if env is not None else None,
+        data_roots=env.data_roots if env is not None else (),
     )
     sandbox = backend.sandbox(spec)
     applied = False
