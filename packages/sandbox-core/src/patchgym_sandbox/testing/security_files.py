@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import ClassVar
+from collections.abc import Awaitable
 
 import pytest
 
@@ -35,14 +35,12 @@ DEADLINE_S = 60.0
 class FileAttacks:
     """Mixed into the security suite; ``attack`` and ``sb`` come from it."""
 
-    cannot_prevent: ClassVar[dict[str, str]]
-
     def attack(self, name: str) -> None:
         raise NotImplementedError
 
-    async def _refused(self, what: str, call: asyncio.Future[object] | object) -> BaseException:
+    async def _refused(self, what: str, call: Awaitable[object]) -> BaseException:
         try:
-            await asyncio.wait_for(call, DEADLINE_S)  # type: ignore[arg-type]
+            await asyncio.wait_for(call, DEADLINE_S)
         except TimeoutError:
             pytest.fail(f"{what} hung for {DEADLINE_S:g} s on a planted special file")
         except (SandboxError, OSError) as exc:
