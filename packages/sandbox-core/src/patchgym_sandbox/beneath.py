@@ -32,6 +32,7 @@ from patchgym_sandbox.errors import (
     FileTooLarge,
     NotARegularFile,
     PathOutsideSandbox,
+    SandboxFileError,
     SandboxFileNotFound,
 )
 
@@ -183,24 +184,42 @@ def _regular(fd: int, rel: str) -> os.stat_result:
     return st
 
 
-# O_NONBLOCK: opening a FIFO for reading (or writing) must not wait for the other end;
-# O_NOCTTY: a terminal device never becomes the driver's controlling terminal.
-_SAFE_OPEN = os.O_NONBLOCK | os.O_NOCTTY
+def _open_regular(
+    dirfd: int, rel: str, access: int, mode: int = 0o644, *, create: bool = False
+) -> int:
+    """Open ``rel`` for ``access`` only once it is known to be a regular file.
+
+    The path is first opened ``O_PATH`` (which never runs a device's or FIFO's open), that
+    handle is checked with ``fstat``, and the same inode is then reopened through
+    ``/proc/self/fd``: a name swapped meanwhile changes nothing. ``create`` makes a new
+    file (``O_EXCL``, so never through a link) when nothing is there.
+    """
+    if create:
+        try:
+            return open_beneath(dirfd, rel, access | os.O_CREAT | os.O_EXCL | os.O_NOCTTY, mode)
+        except FileExistsError:
+            pass
+    handle = open_beneath(dirfd, rel, os.O_PATH)
+    try:
+        _regular(handle, rel)
+        return os.open(f"/proc/self/fd/{handle}", access | os.O_NOCTTY | os.O_CLOEXEC)
+    finally:
+        os.close(handle)
 
 
 def read_file(root: Path, rel: str, max_bytes: int) -> bytes:
     """The bytes of a regular file beneath ``root``, checked on its handle, at most ``max_bytes``."""
     with root_fd(root) as top:
         try:
-            with opened(top, rel, os.O_RDONLY | _SAFE_OPEN) as fd:
-                st = _regular(fd, rel)
+            fd = _open_regular(top, rel, os.O_RDONLY)
+            try:
+                st = os.fstat(fd)
                 if st.st_size > max_bytes:
                     raise FileTooLarge(
                         f"{rel!r} is {st.st_size} bytes, over the {max_bytes}-byte read limit",
                         size=st.st_size,
                         limit=max_bytes,
                     )
-                os.set_blocking(fd, True)
                 chunks, left = [], max_bytes + 1  # a file growing past the cap is caught
                 while left > 0 and (chunk := os.read(fd, min(1 << 20, left))):
                     chunks.append(chunk)
@@ -211,6 +230,8 @@ def read_file(root: Path, rel: str, max_bytes: int) -> bytes:
                         limit=max_bytes,
                     )
                 return b"".join(chunks)
+            finally:
+                os.close(fd)
         except NotARegularFile:
             raise
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
@@ -223,17 +244,12 @@ def write_file(root: Path, rel: str, data: bytes, mode: int) -> None:
         pfd = makedirs(top, parent)
         try:
             try:
-                fd = open_beneath(pfd, name, os.O_WRONLY | os.O_CREAT | _SAFE_OPEN, mode)
-            except OSError as exc:
-                if exc.errno == errno.ENXIO:  # a FIFO with no reader
-                    raise NotARegularFile(
-                        f"{rel!r} is a FIFO (named pipe), not a regular file; refused",
-                        kind="a FIFO (named pipe)",
-                    ) from exc
+                fd = _open_regular(pfd, name, os.O_WRONLY, mode, create=True)
+            except NotARegularFile:
                 raise
+            except FileNotFoundError as exc:  # a dangling link in the name's place
+                raise SandboxFileError(f"{rel!r} is a dangling link; refused") from exc
             try:
-                _regular(fd, rel)
-                os.set_blocking(fd, True)
                 os.ftruncate(fd, 0)
                 view = memoryview(data)
                 while view:
