@@ -9,6 +9,7 @@ split across two chunks is still found), so each chunk costs time in its own siz
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
 
@@ -16,6 +17,33 @@ HEAD_CHARS = 64 * 1024
 TAIL_CHARS = 256 * 1024
 OVERLAP_CHARS = 256
 """Longest prompt or marker a search must find across a chunk boundary."""
+
+
+_META = frozenset(".^$*+?{}[]|()")
+
+
+@functools.lru_cache(maxsize=256)
+def needle(source: str, flags: int = 0) -> str:
+    """A literal every match of the regex ``source`` contains ("" when unsure): a fast
+    ``in`` test skips the regex on chunks that cannot hold a match."""
+    if "|" in source or flags & (re.IGNORECASE | re.VERBOSE):
+        return ""
+    text = source.removeprefix("\\n?")
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text) and not text[i + 1].isalnum():
+            out.append(text[i + 1])
+            i += 2
+        elif c == "\\" or c in _META:
+            break
+        else:
+            out.append(c)
+            i += 1
+    if i < len(text) and text[i] in "*?{" and out:
+        out.pop()  # a quantifier makes the last character optional
+    return "".join(out)
 
 
 def dropped_note(n: int) -> str:
@@ -72,7 +100,11 @@ class SessionBuffer:
         A match is returned against :meth:`kept` (positions usable with :meth:`take`).
         """
         window = self._window
-        hit = pattern.search(window + chunk) if pattern is not None else None
+        hit = None
+        if pattern is not None:
+            text = window + chunk
+            lit = needle(pattern.pattern, pattern.flags)
+            hit = pattern.search(text) if not lit or lit in text else None
         before = len(self)
         self._append(chunk, trim=hit is None)
         self._window = (window + chunk)[-self._overlap :]
