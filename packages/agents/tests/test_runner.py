@@ -35,9 +35,9 @@ class DetectingLocalSandbox(LocalSandbox):
         self._check()
         return await super()._exec(req)
 
-    async def _read_file(self, path: str) -> bytes:
+    async def _read_file(self, path: str, max_bytes: int) -> bytes:
         self._check()
-        return await super()._read_file(path)
+        return await super()._read_file(path, max_bytes)
 
     async def _write_file(self, path: str, data: bytes, mode: int) -> None:
         self._check()

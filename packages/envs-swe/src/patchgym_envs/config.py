@@ -48,8 +48,14 @@ class EnvConfig(BaseModel):
     """Wall-clock budget from the first step (sandbox creation included) to grading."""
     step_timeout_s: float = Field(default=120.0, gt=0)
     """Deadline of one tool command (the exec request's ``timeout``)."""
+    tool_timeout_s: float | None = Field(default=None, gt=0)
+    """Deadline of one whole tool call (every command and file operation in it); past it
+    the call is abandoned as an error observation. ``None``: 3 × ``step_timeout_s`` + 60 s."""
     max_observation_chars: int = Field(default=12_000, ge=500)
     blocked_commands: list[str] = Field(default_factory=list)
+    data_roots: list[str] = Field(default_factory=list)
+    """Folders a row's local paths (``template``, ``metadata.local_env.path``) may lie in,
+    besides the cache and folders ``build-local`` marked (see ``patchgym_envs.rowpaths``)."""
     python: str | None = None
     """Interpreter whose folder goes first on PATH in local sandboxes (default: ``sys.executable``)."""
     run_id: str | None = None
@@ -78,7 +84,8 @@ class EnvConfig(BaseModel):
         self, task: Task, backend: SandboxBackend, *, rollout_id: str | None = None
     ) -> SandboxSpec:
         """The spec of every sandbox an episode uses (its own and the fresh grading one):
-        the one place its ``python``, ``run_id``, ``lease_s`` and ``resources`` reach them."""
+        the one place its ``python``, ``run_id``, ``lease_s``, ``resources`` and ``data_roots``
+        reach them."""
         return spec_for(
             task,
             backend,
@@ -87,6 +94,7 @@ class EnvConfig(BaseModel):
             rollout_id=rollout_id,
             lease_s=self.lease_s,
             resources=self.resources,
+            data_roots=self.data_roots,
         )
 
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, Self
 
-from patchgym_envs import cleanup, grading, rllm_compat
+from patchgym_envs import blame, cleanup, grading, rllm_compat
 from patchgym_envs.config import ENV_ARG_KEYS, EnvConfig
 from patchgym_envs.converters import ConvertOptions, convert_row
 from patchgym_envs.evaluate import evaluate_patch
@@ -67,7 +67,8 @@ Provision = Callable[[SandboxBackend, SandboxSpec], Awaitable[Sandbox]]
 
 _log = logging.getLogger(__name__)
 
-DoneReason = Literal["submitted", "max_steps", "timeout", "infra_error", "closed"]
+DoneReason = Literal["submitted", "max_steps", "timeout", "infra_error", "closed", "sandbox_died"]
+"""``sandbox_died``: the policy's own processes ended its sandbox (scored 0, see ``blame``)."""
 
 
 RLLM_ROW_KEYS = frozenset({"step_timeout", "reward_timeout", "delete_image", "verbose"})
@@ -233,7 +234,7 @@ class SWEEnv:
                     await self._ensure_sandbox()
                     await self._finish("max_steps")
                 except InfraError as exc:
-                    self._infra(exc)
+                    await self._failed(exc)
                 finally:
                     await self._close_sandbox()
             return self._reward()
@@ -255,6 +256,8 @@ class SWEEnv:
         self._started_at: float | None = None
         self._format_errors = 0
         self._sandbox_made = False
+        self._policy_acted = False
+        self._spec: SandboxSpec | None = None
         self.phases = PhaseClock(
             "episode", {"task_id": self.task.id if self.task else "", "idx": str(self._idx)}
         )
@@ -317,6 +320,7 @@ class SWEEnv:
             backend,
             rollout_id=f"{self.task.id}-{self._idx}" if self._idx is not None else None,
         )
+        self._spec = spec
         self._sandbox_loop = asyncio.get_running_loop()
         with self.phases.phase("create", backend=backend.name):
             if self._provision is not None:
@@ -337,6 +341,7 @@ class SWEEnv:
         settings = ToolSettings(
             max_observation_chars=self.config.max_observation_chars,
             step_timeout_s=self.config.step_timeout_s,
+            tool_timeout_s=self.config.tool_timeout_s,
             blocked_commands=tuple(self.config.blocked_commands),
         )
         self._ctx = ToolContext(
@@ -393,6 +398,30 @@ class SWEEnv:
         self._done_reason = "infra_error"
         self._infra_error = f"{type(exc).__name__}: {exc}"
 
+    async def _failed(self, exc: BaseException) -> None:
+        """An infrastructure-typed failure: the policy's doing when its own sandbox died
+        after it acted (still listed, not removed from outside) and a control sandbox of
+        the same spec works (see ``blame``)."""
+        sandbox = self._sandbox
+        if (
+            isinstance(exc, SandboxLost)
+            and self._policy_acted
+            and self._spec is not None
+            and self._verdict is None
+            and sandbox is not None
+            and await blame.still_present(self._get_backend(), sandbox.id)
+        ):
+            await self._close_sandbox()
+            if await blame.engine_healthy(self._get_backend(), self._spec):
+                self._done = True
+                self._done_reason = "sandbox_died"
+                self._verdict = blame.policy_failure(
+                    f"the episode's sandbox stopped working after the policy's commands, while "
+                    f"a fresh sandbox of the same spec works: {exc}"
+                )
+                return
+        self._infra(exc)
+
     async def _finish(self, reason: DoneReason) -> None:
         """Grade in a fresh sandbox with only the agent's diff (or in the same one)."""
         assert self.task is not None and self._sandbox is not None
@@ -413,14 +442,13 @@ class SWEEnv:
                     python=self.config.python,
                     run_id=self.config.run_id,
                     env=self.config,
+                    blame_patch=True,
                     rollout_id=f"{self.task.id}-{self._idx}-grade"
                     if self._idx is not None
                     else None,
                 )
             else:
-                verdict = await grading.grade(self.task, self._sandbox, patch=self._patch)
-                await ensure_alive(self._sandbox)
-                verdict = verdict.model_copy(update={"grading_sandbox": "same"})
+                verdict = await self._grade_same()
         if git_tampered:
             verdict = verdict.with_flags(grading.HackFlag.GIT_TAMPERED)
         if self.config.reward is not None:
@@ -430,6 +458,35 @@ class SWEEnv:
         self._verdict = verdict
         if verdict.infra_error is not None:
             self._infra_error = verdict.infra_error
+
+    async def _grade_same(self) -> Verdict:
+        """Grade in the episode's sandbox; a failure there is checked against a fresh
+        grading without the patch (the policy had the run of this sandbox)."""
+        assert self.task is not None and self._sandbox is not None
+        try:
+            verdict = await grading.grade(self.task, self._sandbox, patch=self._patch)
+            await ensure_alive(self._sandbox)
+        except (InfraError, *blame.SANDBOX_FILE_ERRORS) as exc:
+            verdict = Verdict.infra(f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, SandboxLost) and not await blame.still_present(
+                self._get_backend(), self._sandbox.id
+            ):
+                return verdict  # removed from outside
+        verdict = verdict.model_copy(update={"grading_sandbox": "same"})
+        if verdict.infra_error is None:
+            return verdict
+        await self._close_sandbox()
+        control = await evaluate_patch(
+            self.task, "", self._get_backend(), python=self.config.python,
+            run_id=self.config.run_id, env=self.config,
+        )  # fmt: skip
+        if control.infra_error is not None:
+            return verdict
+        return blame.policy_failure(
+            f"grading in the episode's sandbox failed, and not in a fresh one without the "
+            f"patch: {verdict.infra_error}",
+            grading_sandbox="same",
+        )
 
     def _reward(self) -> float:
         if self._verdict is None or self._infra_error is not None:
@@ -465,8 +522,10 @@ class SWEEnv:
                 await self._finish("timeout")
             elif max(self._steps, self._format_errors) >= self.config.max_steps:
                 await self._finish("max_steps")
-        except (InfraError, SandboxClosed) as exc:
+        except SandboxClosed as exc:
             self._infra(exc)
+        except InfraError as exc:
+            await self._failed(exc)
         except BaseException as exc:  # cancelled, interrupted, or a bug outside the action
             self._infra(exc)
             await self._close_sandbox()
@@ -474,7 +533,12 @@ class SWEEnv:
         finally:
             if self._done:
                 await self._close_sandbox()
-        text = obs.text if obs is not None else f"Infrastructure error: {self._infra_error}"
+        if obs is not None:
+            text = obs.text
+        elif self._infra_error is None and self._verdict is not None:
+            text = f"ERROR: {self._verdict.rejected}"
+        else:
+            text = f"Infrastructure error: {self._infra_error}"
         if self._done and self._done_reason != "submitted" and self._infra_error is None:
             text += f"\n[episode ended: {self._done_reason}]"
         return text, self._reward(), self._done, self._info(obs)
@@ -502,6 +566,7 @@ class SWEEnv:
                 text=f"ERROR: your action could not be read ({type(exc).__name__})", error=True
             )
         try:
+            self._policy_acted = True
             with self.phases.phase("tool", tool=call.name):
                 return await self.scaffold.execute(call, ctx)
         except (InfraError, SandboxClosed):

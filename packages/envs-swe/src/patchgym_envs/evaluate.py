@@ -8,11 +8,12 @@ hidden tests.
 from __future__ import annotations
 
 from patchgym_envs import grading
+from patchgym_envs.blame import SANDBOX_FILE_ERRORS, policy_failure, still_present
 from patchgym_envs.config import EnvConfig
 from patchgym_envs.grading import Verdict
 from patchgym_envs.sandboxes import apply_patch, ensure_alive, run_setup
 from patchgym_envs.task import Task
-from patchgym_sandbox import InfraError, SandboxBackend
+from patchgym_sandbox import InfraError, SandboxBackend, SandboxLost
 
 
 async def evaluate_patch(
@@ -24,13 +25,18 @@ async def evaluate_patch(
     run_id: str | None = None,
     rollout_id: str | None = None,
     env: EnvConfig | None = None,
+    blame_patch: bool = False,
 ) -> Verdict:
     """Create a sandbox for ``task``, apply ``patch``, grade, close. Never leaks the sandbox.
 
     A patch that does not apply grades 0 (the patch's fault); infrastructure failures
     come back as a verdict with ``infra_error`` set. ``env``: the run's episode settings;
     the sandbox is built from them as the episode's is (:meth:`EnvConfig.sandbox_spec`:
-    its resources, lease, python), and its ``setup_timeout_s`` applies.
+    its resources, lease, python, data roots), and its ``setup_timeout_s`` applies.
+    ``blame_patch`` (episode grading): a failure after the patch is applied (the sandbox
+    lost, hidden tests that cannot be staged) is graded again without the patch, and when
+    that control succeeds the failure was the patch's: RESOLVED_NO with the reason
+    (:mod:`blame`).
     """
     if env is not None:
         updates = {"python": python or env.python, "run_id": run_id or env.run_id}
@@ -39,6 +45,7 @@ async def evaluate_patch(
         env = EnvConfig(python=python, run_id=run_id)
     spec = env.sandbox_spec(task, backend, rollout_id=rollout_id)
     sandbox = backend.sandbox(spec)
+    applied = False
     try:
         await sandbox.start()
         await run_setup(sandbox, task, timeout=env.setup_timeout_s)
@@ -53,8 +60,34 @@ async def evaluate_patch(
             )
         verdict = await grading.grade(task, sandbox, patch=patch)
         await ensure_alive(sandbox)
-        return verdict.model_copy(update={"grading_sandbox": "fresh"})
-    except InfraError as exc:
-        return Verdict.infra(f"{type(exc).__name__}: {exc}")
+        verdict = verdict.model_copy(update={"grading_sandbox": "fresh"})
+    except (InfraError, *SANDBOX_FILE_ERRORS) as exc:
+        if not applied or (
+            isinstance(exc, SandboxLost) and not await still_present(backend, sandbox.id)
+        ):  # before the patch ran, or removed from outside
+            return Verdict.infra(f"{type(exc).__name__}: {exc}")
+        verdict = Verdict.infra(f"{type(exc).__name__}: {exc}")
     finally:
         await sandbox.close()
+    if verdict.infra_error is None or not blame_patch or not patch.strip():
+        return verdict
+    return await _control(task, verdict, backend, python=python, run_id=run_id, env=env)
+
+
+async def _control(
+    task: Task,
+    failed: Verdict,
+    backend: SandboxBackend,
+    *,
+    python: str | None,
+    run_id: str | None,
+    env: EnvConfig | None,
+) -> Verdict:
+    """Grade ``task`` without the patch: if that works, the patch caused ``failed``."""
+    control = await evaluate_patch(task, "", backend, python=python, run_id=run_id, env=env)
+    if control.infra_error is not None:
+        return failed
+    return policy_failure(
+        f"grading failed with the patch applied, and not without it: {failed.infra_error}",
+        grading_sandbox=failed.grading_sandbox or "fresh",
+    )

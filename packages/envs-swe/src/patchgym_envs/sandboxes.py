@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
+from patchgym_envs import rowpaths
 from patchgym_envs.bundled import TEMPLATE_PREFIX, resolve_template
 from patchgym_envs.errors import SetupFailed
 from patchgym_envs.grading import CLEAN_CONFIG, GIT, tampered
@@ -32,10 +34,31 @@ def local_path(python: str | None = None) -> str:
     return folder + os.pathsep + os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
 
 
-def local_mounts(task: Task) -> list[str]:
-    """A locally built task's environment and interpreter (``patchgym datasets build-local``)."""
+def local_mounts(task: Task, roots: Sequence[Path]) -> list[str]:
+    """A locally built task's environment and the interpreter it runs from (``patchgym
+    datasets build-local``); the environment must lie beneath a data root (``rowpaths``)."""
     env = task.metadata.get("local_env") or {}
-    return [p for p in (env.get("path"), env.get("base_prefix")) if isinstance(p, str) and p]
+    if not isinstance(env, Mapping) or not env.get("path"):
+        return []
+    field = "metadata.local_env.path"
+    path = env.get("path")
+    if not isinstance(path, str):
+        raise rowpaths.RowPathError(task.id, field, f"{path!r} is not a path")
+    folder = rowpaths.resolve(task.id, field, path, roots)
+    base = rowpaths.venv_base_prefix(folder)
+    if base is None:
+        raise rowpaths.RowPathError(task.id, field, f"{path!r} is not a virtualenv (no pyvenv.cfg)")
+    return [str(folder), base]
+
+
+def local_template(task: Task, roots: Sequence[Path]) -> str | None:
+    """The task's template folder on this machine: bundled, or beneath a data root."""
+    template = task.template
+    if template is None:
+        return None
+    if template.startswith(TEMPLATE_PREFIX):
+        return resolve_template(template)
+    return str(rowpaths.resolve(task.id, "template", template, roots))
 
 
 def spec_for(
@@ -48,14 +71,19 @@ def spec_for(
     rollout_id: str | None = None,
     lease_s: float | None = None,
     resources: Resources | None = None,
+    data_roots: Sequence[str] = (),
 ) -> SandboxSpec:
+    """The sandbox spec of ``task``. On the local backend the row's paths (``template``,
+    ``metadata.local_env.path``) must lie beneath a data root (:mod:`rowpaths`, roots from
+    ``data_roots``): a :class:`~patchgym_envs.rowpaths.RowPathError` names the row and field."""
     env = dict(task.env)
-    if backend.name == "local":
+    local = backend.name == "local"
+    roots = rowpaths.data_roots(data_roots) if local else []
+    if local:
         env.setdefault("PATH", local_path(python))
-    template = task.template
-    if template is not None and template.startswith(TEMPLATE_PREFIX):
-        # bundled templates exist on this machine only; other backends use the image
-        template = resolve_template(template) if backend.name == "local" else None
+        template = local_template(task, roots)
+    else:  # other backends start from the image; a template is a local folder
+        template = None if (task.template or "").startswith(TEMPLATE_PREFIX) else task.template
     fields: dict[str, object] = {
         "image": task.image,
         "template": template,
@@ -65,7 +93,7 @@ def spec_for(
         "run_id": run_id,
         "rollout_id": rollout_id,
         "resources": resources if resources is not None else DEFAULT_RESOURCES,
-        "mounts": local_mounts(task) if backend.name == "local" else [],
+        "mounts": local_mounts(task, roots) if local else [],
     }
     if lease_s is not None:
         fields["lease_s"] = lease_s

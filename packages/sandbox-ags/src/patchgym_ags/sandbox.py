@@ -18,7 +18,13 @@ from patchgym_ags.envd import EnvdProcesses, Outcome
 from patchgym_ags.errors import map_runtime_error, scrub
 from patchgym_ags.execd_client import EXECD_PATH, ExecDaemon, execd_source
 from patchgym_ags.shell import EnvdPtyChannel
-from patchgym_sandbox.errors import InfraError, SandboxFileNotFound, SandboxLost
+from patchgym_sandbox.errors import (
+    FileTooLarge,
+    InfraError,
+    NotARegularFile,
+    SandboxFileNotFound,
+    SandboxLost,
+)
 from patchgym_sandbox.remote import SUPERVISOR_PATH, FrameDecoder, remote_argv, supervisor_source
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest, Sandbox
@@ -29,6 +35,8 @@ if TYPE_CHECKING:
     from patchgym_ags.backend import AgsBackend
 
 RENEW_MARGIN_S = 60.0
+_NOT_REGULAR = 67
+_SIZE_OF_REGULAR = '[ -e "$1" ] || exit 0; [ -f "$1" ] || exit 67; exec stat -L -c %s -- "$1"'  # the target's size, never the link's; a FIFO is never opened
 
 
 class AgsSandbox(Sandbox):
@@ -193,13 +201,33 @@ class AgsSandbox(Sandbox):
         except Exception as exc:
             raise await self._lost_or(exc, f"write {path}") from None
 
-    async def _read_file(self, path: str) -> bytes:
+    async def _read_file(self, path: str, max_bytes: int) -> bytes:
         try:
-            return bytes(await self._live().files.read(path, format="bytes"))
+            kind = await self._envd().run(["sh", "-c", _SIZE_OF_REGULAR, "patchgym-size", path])
+        except Exception as exc:
+            raise await self._lost_or(exc, f"read {path}") from None
+        if kind.exit_code == _NOT_REGULAR:
+            raise NotARegularFile(f"{path!r} in sandbox {self.id} is not a regular file; refused")
+        size = int(kind.stdout.strip()) if kind.stdout.strip().isdigit() else 0
+        if size > max_bytes:
+            raise FileTooLarge(
+                f"{path!r} in sandbox {self.id} is {size} bytes, over the {max_bytes}-byte "
+                "read limit",
+                size=size,
+                limit=max_bytes,
+            )
+        try:
+            data = bytes(await self._live().files.read(path, format="bytes"))
         except (e2b.NotFoundException, e2b.InvalidArgumentException) as exc:
             raise SandboxFileNotFound(f"no file {path!r} in sandbox {self.id}: {exc}") from None
         except Exception as exc:
             raise await self._lost_or(exc, f"read {path}") from None
+        if len(data) > max_bytes:
+            raise FileTooLarge(
+                f"{path!r} in sandbox {self.id} grew over the {max_bytes}-byte read limit",
+                limit=max_bytes,
+            )
+        return data
 
     async def _put_archive(self, dest_dir: str, data: bytes) -> None:
         tmp = f"/tmp/.patchgym-{uuid.uuid4().hex}.tar"

@@ -28,7 +28,13 @@ import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from patchgym_sandbox.errors import PathOutsideSandbox, SandboxFileNotFound
+from patchgym_sandbox.errors import (
+    FileTooLarge,
+    NotARegularFile,
+    PathOutsideSandbox,
+    SandboxFileError,
+    SandboxFileNotFound,
+)
 
 SYS_OPENAT2 = 437  # the same number on every architecture (asm-generic)
 RESOLVE_NO_MAGICLINKS = 0x02
@@ -155,16 +161,79 @@ def _split(rel: str) -> tuple[str, str]:
     return parent, name
 
 
-def read_file(root: Path, rel: str) -> bytes:
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words (for errors shown to a policy)."""
+    for test, word in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return word
+    return "not a regular file"
+
+
+def _regular(fd: int, rel: str) -> os.stat_result:
+    """fstat of the open handle; anything but a regular file is refused before any I/O."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        kind = kind_of(st.st_mode)
+        raise NotARegularFile(f"{rel!r} is {kind}, not a regular file; refused", kind=kind)
+    return st
+
+
+def _open_regular(
+    dirfd: int, rel: str, access: int, mode: int = 0o644, *, create: bool = False
+) -> int:
+    """Open ``rel`` for ``access`` only once it is known to be a regular file.
+
+    The path is first opened ``O_PATH`` (which never runs a device's or FIFO's open), that
+    handle is checked with ``fstat``, and the same inode is then reopened through
+    ``/proc/self/fd``: a name swapped meanwhile changes nothing. ``create`` makes a new
+    file (``O_EXCL``, so never through a link) when nothing is there.
+    """
+    if create:
+        try:
+            return open_beneath(dirfd, rel, access | os.O_CREAT | os.O_EXCL | os.O_NOCTTY, mode)
+        except FileExistsError:
+            pass
+    handle = open_beneath(dirfd, rel, os.O_PATH)
+    try:
+        _regular(handle, rel)
+        return os.open(f"/proc/self/fd/{handle}", access | os.O_NOCTTY | os.O_CLOEXEC)
+    finally:
+        os.close(handle)
+
+
+def read_file(root: Path, rel: str, max_bytes: int) -> bytes:
+    """The bytes of a regular file beneath ``root``, checked on its handle, at most ``max_bytes``."""
     with root_fd(root) as top:
         try:
-            with opened(top, rel, os.O_RDONLY) as fd:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise IsADirectoryError(errno.EISDIR, "not a regular file", rel)
-                chunks = []
-                while chunk := os.read(fd, 1 << 20):
+            fd = _open_regular(top, rel, os.O_RDONLY)
+            try:
+                st = os.fstat(fd)
+                if st.st_size > max_bytes:
+                    raise FileTooLarge(
+                        f"{rel!r} is {st.st_size} bytes, over the {max_bytes}-byte read limit",
+                        size=st.st_size,
+                        limit=max_bytes,
+                    )
+                chunks, left = [], max_bytes + 1  # a file growing past the cap is caught
+                while left > 0 and (chunk := os.read(fd, min(1 << 20, left))):
                     chunks.append(chunk)
+                    left -= len(chunk)
+                if left <= 0:
+                    raise FileTooLarge(
+                        f"{rel!r} grew past the {max_bytes}-byte read limit while read",
+                        limit=max_bytes,
+                    )
                 return b"".join(chunks)
+            finally:
+                os.close(fd)
+        except NotARegularFile:
+            raise
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
             raise SandboxFileNotFound(f"no file {rel!r} in the sandbox") from exc
 
@@ -174,13 +243,20 @@ def write_file(root: Path, rel: str, data: bytes, mode: int) -> None:
     with root_fd(root) as top:
         pfd = makedirs(top, parent)
         try:
-            with opened(pfd, name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode) as fd:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise PathOutsideSandbox(f"{rel!r} is not a regular file; refused")
+            try:
+                fd = _open_regular(pfd, name, os.O_WRONLY, mode, create=True)
+            except NotARegularFile:
+                raise
+            except FileNotFoundError as exc:  # a dangling link in the name's place
+                raise SandboxFileError(f"{rel!r} is a dangling link; refused") from exc
+            try:
+                os.ftruncate(fd, 0)
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
                 os.fchmod(fd, mode)
+            finally:
+                os.close(fd)
         finally:
             os.close(pfd)
 

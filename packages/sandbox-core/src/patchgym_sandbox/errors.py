@@ -75,5 +75,27 @@ class SandboxFileNotFound(SandboxError, FileNotFoundError):
     """A file or directory inside the sandbox does not exist."""
 
 
+class SandboxFileError(SandboxError, OSError):
+    """A file operation failed because of what the sandbox holds (a link where a directory
+    should be, permissions, not a directory): the task's doing, not the infrastructure's."""
+
+
+class NotARegularFile(SandboxFileNotFound):
+    """The path is a FIFO, socket, device or directory; file reads and writes refuse it."""
+
+    def __init__(self, message: str, *, kind: str = "not a regular file") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class FileTooLarge(SandboxError, OSError):
+    """A file is larger than the read's byte cap; nothing of it was returned."""
+
+    def __init__(self, message: str, *, size: int | None = None, limit: int = 0) -> None:
+        super().__init__(message)
+        self.size = size
+        self.limit = limit
+
+
 class SessionError(SandboxError, RuntimeError):
     """The interactive shell session died or its protocol broke."""

@@ -58,14 +58,20 @@ class OwnedPopen(subprocess.Popen):  # type: ignore[type-arg]  # Popen's type pa
 
 def apply_limits():
     # type: () -> None
+    """In a command (before exec): the rlimits, and killable again by the OOM killer (the
+    driver may have made this init unkillable, ``local/oomguard.py``; children inherit it)."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as fh:
+            fh.write("0")
+    except OSError:
+        pass
     for which, value in LIMITS:
         resource.setrlimit(which, (value, value))
 
 
 def _supervise_with_limits(*args, **kwargs):
     # type: (Any, Any) -> Any
-    if LIMITS:
-        kwargs["preexec_fn"] = apply_limits
+    kwargs["preexec_fn"] = apply_limits
     return _SUPERVISE(*args, **kwargs)
 
 

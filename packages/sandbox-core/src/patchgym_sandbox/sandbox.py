@@ -48,6 +48,10 @@ class ExecRequest:
     max_output_bytes: int
 
 
+MAX_READ_BYTES = 64 * 1024 * 1024
+"""The default byte cap of :meth:`Sandbox.read_file` (a file is data the policy wrote)."""
+
+
 def new_sandbox_id() -> str:
     return "pg-" + uuid.uuid4().hex[:16]
 
@@ -251,12 +255,22 @@ class Sandbox(ABC):
         payload = data.encode() if isinstance(data, str) else data
         await self._write_file(self.resolve(path), payload, mode)
 
-    async def read_file(self, path: str) -> bytes:
-        await self._ensure()
-        return await self._read_file(self.resolve(path))
+    async def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
+        """A regular file's bytes, at most ``max_bytes`` (default :data:`MAX_READ_BYTES`).
 
-    async def read_text(self, path: str) -> str:
-        return (await self.read_file(path)).decode("utf-8", errors="replace")
+        The file is opened once and checked on that handle: a FIFO, socket, device or
+        directory is :class:`NotARegularFile` (never opened for reading, so it cannot
+        block), a file over the cap is :class:`FileTooLarge` (nothing of it is read
+        whole). A symbolic link is judged by what it points to, never by itself.
+        """
+        await self._ensure()
+        cap = MAX_READ_BYTES if max_bytes is None else max_bytes
+        if cap < 0:
+            raise ConfigError(f"max_bytes must be >= 0, got {max_bytes!r}")
+        return await self._read_file(self.resolve(path), cap)
+
+    async def read_text(self, path: str, *, max_bytes: int | None = None) -> str:
+        return (await self.read_file(path, max_bytes=max_bytes)).decode("utf-8", errors="replace")
 
     async def upload(self, source: str | os.PathLike[str], dest: str) -> None:
         """Copy a local file or directory to ``dest`` in the sandbox as one tar stream."""
@@ -317,7 +331,9 @@ class Sandbox(ABC):
     async def _write_file(self, path: str, data: bytes, mode: int) -> None: ...
 
     @abstractmethod
-    async def _read_file(self, path: str) -> bytes: ...
+    async def _read_file(self, path: str, max_bytes: int) -> bytes:
+        """Raise :class:`FileTooLarge` past ``max_bytes``, :class:`NotARegularFile` for
+        anything but a regular file (checked before reading, never by the link itself)."""
 
     @abstractmethod
     async def _put_archive(self, dest_dir: str, data: bytes) -> None: ...

@@ -16,6 +16,7 @@ import re
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Self
@@ -24,26 +25,57 @@ from pydantic import BaseModel
 
 from patchgym_sandbox.errors import SessionError
 from patchgym_sandbox.output import decode
+from patchgym_sandbox.sessionbuf import SessionBuffer
 
 SHELL_ARGV = ("bash", "--noprofile", "--norc", "--noediting", "-i")
 SHELL_ENV = {"PS1": "", "PS2": "", "PROMPT_COMMAND": "", "TERM": "dumb", "HISTFILE": "/dev/null"}
 
 
+MAX_QUEUED_BYTES = 1 << 20
+"""Output a channel holds while no one reads; past it the oldest is dropped and counted."""
+
+
 class ShellChannel(ABC):
-    """A byte pipe to ``bash -i`` on a pty. Reads come from an internal queue."""
+    """A byte pipe to ``bash -i`` on a pty. Reads come from an internal, bounded queue."""
+
+    max_queued_bytes = MAX_QUEUED_BYTES
 
     def __init__(self) -> None:
-        self._queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self._chunks: deque[bytes] = deque()
+        self._queued = 0
+        self._dropped = 0
+        self._eof = False
+        self._ready = asyncio.Event()
 
     def feed(self, data: bytes) -> None:
         """Called by the backend's reader with output; ``b""`` signals end of stream."""
-        self._queue.put_nowait(data)
+        if not data:
+            self._eof = True
+        else:
+            self._chunks.append(data)
+            self._queued += len(data)
+            while self._queued > self.max_queued_bytes and len(self._chunks) > 1:
+                old = self._chunks.popleft()
+                self._queued -= len(old)
+                self._dropped += len(old)
+        self._ready.set()
 
     def feed_threadsafe(self, loop: asyncio.AbstractEventLoop, data: bytes) -> None:
-        loop.call_soon_threadsafe(self._queue.put_nowait, data)
+        loop.call_soon_threadsafe(self.feed, data)
 
     async def read(self) -> bytes:
-        return await self._queue.get()
+        """The next chunk (a note first if output was dropped); ``b""`` at end of stream."""
+        while not self._chunks:
+            if self._eof:
+                return b""
+            self._ready.clear()
+            await self._ready.wait()
+        chunk = self._chunks.popleft()
+        self._queued -= len(chunk)
+        if self._dropped:
+            note = f"\n[... {self._dropped} bytes of output dropped ...]\n".encode()
+            chunk, self._dropped = note + chunk, 0
+        return chunk
 
     @abstractmethod
     async def write(self, data: bytes) -> None: ...
@@ -72,7 +104,7 @@ class ShellSession:
     def __init__(self, opener: Callable[[], Awaitable[ShellChannel]]) -> None:
         self._opener = opener
         self._chan: ShellChannel | None = None
-        self._buf = ""
+        self._buf = SessionBuffer()
         self._eof = False
         self._lock = asyncio.Lock()
 
@@ -112,8 +144,13 @@ class ShellSession:
     async def interrupt(self) -> None:
         await self._channel().interrupt()
 
-    async def _fill(self, deadline: float) -> bool:
-        """Read one chunk into the buffer; False on deadline. Raises on end of stream."""
+    async def _fill(
+        self, deadline: float, pattern: re.Pattern[str] | None = None
+    ) -> re.Match[str] | bool:
+        """Read one chunk into the buffer, searching it (and the overlap) for ``pattern``.
+
+        The match, or True for a chunk without one; False on deadline. Raises on end of stream.
+        """
         if self._eof:
             raise SessionError("the shell session ended (did a command run `exit`?)")
         remaining = deadline - time.monotonic()
@@ -126,19 +163,20 @@ class ShellSession:
         if not chunk:
             self._eof = True
             raise SessionError("the shell session ended (did a command run `exit`?)")
-        self._buf += decode(chunk).replace("\r\n", "\n")
-        return True
+        m = self._buf.feed(decode(chunk).replace("\r\n", "\n"), pattern)
+        return m if m is not None else True
 
     async def _wait_for(
         self, pattern: re.Pattern[str], timeout: float | None
     ) -> re.Match[str] | None:
         deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
-        while True:
-            m = pattern.search(self._buf)
-            if m:
-                return m
-            if not await self._fill(deadline):
+        m = self._buf.search(pattern)  # what an earlier read left over, searched once
+        while m is None:
+            got = await self._fill(deadline, pattern)
+            if got is False:
                 return None
+            m = got if isinstance(got, re.Match) else None
+        return m
 
     async def expect(
         self, pattern: str | re.Pattern[str], timeout: float | None = 30
@@ -148,10 +186,8 @@ class ShellSession:
         async with self._lock:
             m = await self._wait_for(pat, timeout)
             if m is None:
-                out, self._buf = self._buf, ""
-                return SessionResult(output=out, timed_out=True)
-            out, self._buf = self._buf[: m.end()], self._buf[m.end() :]
-            return SessionResult(output=out)
+                return SessionResult(output=self._buf.take_all(), timed_out=True)
+            return SessionResult(output=self._buf.take(m.end()))
 
     async def run(self, cmd: str, timeout: float | None = 60) -> SessionResult:
         """Run a shell command in the session and return its output and exit status.
@@ -166,7 +202,7 @@ class ShellSession:
             await chan.write(line.encode())
             m = await self._wait_for(_marker(nonce), timeout)
             if m is not None:
-                out, self._buf = self._buf[: m.start()], self._buf[m.end() :]
+                out = self._buf.take(m.start(), skip=m.end() - m.start())
                 return SessionResult(output=_ANY_MARKER.sub("", out), exit_code=int(m.group(1)))
             # An interactive bash drops the rest of the line when Ctrl-C kills the job, and
             # the terminal may flush input typed meanwhile: after interrupting, probe with
@@ -179,7 +215,7 @@ class ShellSession:
                     await chan.write(f"{_marker_cmd(again)}\n".encode())
                     m = await self._wait_for(_marker(again), 1.0)
                     if m is not None:
-                        out, self._buf = self._buf[: m.start()], self._buf[m.end() :]
+                        out = self._buf.take(m.start(), skip=m.end() - m.start())
                         first = _marker(nonce).search(out)
                         code = int(first.group(1)) if first else int(m.group(1))
                         return SessionResult(

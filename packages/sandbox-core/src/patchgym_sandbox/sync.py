@@ -64,8 +64,8 @@ class SyncSandbox:
     def write_file(self, path: str, data: bytes | str) -> None:
         self._run(self.sandbox.write_file(path, data))
 
-    def read_file(self, path: str) -> bytes:
-        return self._run(self.sandbox.read_file(path))
+    def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
+        return self._run(self.sandbox.read_file(path, max_bytes=max_bytes))
 
     def read_text(self, path: str) -> str:
         return self._run(self.sandbox.read_text(path))

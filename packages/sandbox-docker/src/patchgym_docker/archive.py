@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from patchgym_sandbox import tarsafe
-from patchgym_sandbox.errors import SandboxFileNotFound
+from patchgym_sandbox.errors import FileTooLarge, NotARegularFile, SandboxFileNotFound
 
 
 def files_tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
@@ -67,15 +67,40 @@ class Symlink(Exception):
         self.target = target
 
 
-def single_file(chunks: Iterable[bytes], path: str) -> bytes:
-    """The content of the one regular file in a ``get_archive`` stream of ``path``."""
+def _kind(member: tarfile.TarInfo) -> str:
+    if member.isdir():
+        return "a directory"
+    if member.isfifo():
+        return "a FIFO (named pipe)"
+    if member.ischr():
+        return "a character device"
+    if member.isblk():
+        return "a block device"
+    return "not a regular file"
+
+
+def single_file(chunks: Iterable[bytes], path: str, max_bytes: int) -> bytes:
+    """The content of the one regular file in a ``get_archive`` stream of ``path``.
+
+    The tar header is checked before any content is read: a FIFO, device or directory is
+    :class:`NotARegularFile`, a file over ``max_bytes`` :class:`FileTooLarge` (the rest of
+    the stream is dropped unread when the caller closes it).
+    """
     with tarfile.open(fileobj=io.BufferedReader(ChunkReader(chunks)), mode="r|") as tar:
         for member in tar:
             if member.issym():
                 raise Symlink(posixpath.join(split(path)[0], member.linkname))
             if not member.isfile():
-                kind = "a directory" if member.isdir() else "not a regular file"
-                raise SandboxFileNotFound(f"{path!r} is {kind}; read_file reads regular files")
+                kind = _kind(member)
+                raise NotARegularFile(
+                    f"{path!r} is {kind}; read_file reads regular files", kind=kind
+                )
+            if member.size > max_bytes:
+                raise FileTooLarge(
+                    f"{path!r} is {member.size} bytes, over the {max_bytes}-byte read limit",
+                    size=member.size,
+                    limit=max_bytes,
+                )
             fh = tar.extractfile(member)
             assert fh is not None
             return fh.read()

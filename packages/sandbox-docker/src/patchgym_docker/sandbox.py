@@ -19,7 +19,13 @@ from patchgym_docker.exec_client import ExecServerConnection, server_source
 from patchgym_docker.shell import DockerShellChannel
 from patchgym_sandbox import labels as L
 from patchgym_sandbox import seccomp
-from patchgym_sandbox.errors import ConfigError, InfraError, SandboxFileNotFound, SandboxLost
+from patchgym_sandbox.errors import (
+    ConfigError,
+    InfraError,
+    SandboxFileError,
+    SandboxFileNotFound,
+    SandboxLost,
+)
 from patchgym_sandbox.remote import FrameDecoder
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest, Sandbox
@@ -37,6 +43,15 @@ BACKEND_LABEL = "patchgym.backend"
 """Set to ``docker`` so reaping never touches other tools' containers that copy our labels
 (a kubelet on the same engine copies pod labels onto its pause containers)."""
 MAX_SYMLINK_HOPS = 8
+_PATH_REFUSALS = ("not a directory", "could not find the file", "permission denied", "file exists")
+
+
+def _sandbox_made(exc: docker.errors.APIError) -> bool:
+    """Whether the engine refused an archive because of the container's own files."""
+    text = explain(exc).lower()
+    return "no such container" not in text and any(s in text for s in _PATH_REFUSALS)
+
+
 MAX_SERVER_STARTS = 3
 """Exec server (re)starts per sandbox before falling back to one ``docker exec`` per command."""
 SERVER_READY_TIMEOUT_S = 30.0
@@ -404,12 +419,19 @@ class DockerSandbox(Sandbox):
 
         def put(api: APIClient) -> None:
             try:
-                ok = api.put_archive(cid, dest_dir, body())
-            except docker.errors.NotFound as exc:
-                if "No such container" in explain(exc):
+                try:
+                    ok = api.put_archive(cid, dest_dir, body())
+                except docker.errors.NotFound as exc:
+                    if "No such container" in explain(exc):
+                        raise
+                    self._mkdir_blocking(api, dest_dir)
+                    ok = api.put_archive(cid, dest_dir, body())
+            except docker.errors.APIError as exc:
+                if not _sandbox_made(exc):
                     raise
-                self._mkdir_blocking(api, dest_dir)
-                ok = api.put_archive(cid, dest_dir, body())
+                raise SandboxFileError(
+                    f"cannot write into {dest_dir!r} in sandbox {self.id}: {explain(exc)}"
+                ) from None
             if not ok:
                 raise InfraError(
                     f"sandbox {self.id}: the engine refused the archive for {dest_dir}"
@@ -425,9 +447,10 @@ class DockerSandbox(Sandbox):
         )["Id"]
         out = api.exec_start(exec_id)
         code = api.exec_inspect(exec_id).get("ExitCode")
-        if code != 0:
-            raise InfraError(
-                f"sandbox {self.id}: cannot create {path!r}: {out.decode(errors='replace')}"
+        if code != 0:  # a file or a dangling link where the directory goes: the task's doing
+            raise SandboxFileError(
+                f"cannot create the directory {path!r} in sandbox {self.id}: "
+                f"{out.decode(errors='replace').strip()}"
             )
 
     async def upload(self, source: str | os.PathLike[str], dest: str) -> None:
@@ -468,14 +491,19 @@ class DockerSandbox(Sandbox):
             ) from exc
         return stream
 
-    async def _read_file(self, path: str) -> bytes:
+    async def _read_file(self, path: str, max_bytes: int) -> bytes:
         def read(api: APIClient) -> bytes:
             target = path
             for _ in range(MAX_SYMLINK_HOPS):
+                stream = self._get_blocking(api, target)
                 try:
-                    return archive.single_file(self._get_blocking(api, target), target)
+                    return archive.single_file(stream, target, max_bytes)
                 except archive.Symlink as link:
                     target = link.target
+                finally:
+                    close = getattr(stream, "close", None)
+                    if close is not None:  # drop an unread (too large) body now
+                        close()
             raise SandboxFileNotFound(
                 f"too many symbolic links resolving {path!r} in sandbox {self.id}"
             )

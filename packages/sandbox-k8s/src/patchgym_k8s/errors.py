@@ -12,6 +12,7 @@ from patchgym_sandbox.errors import (
     RateLimited,
     SandboxError,
 )
+from patchgym_sandbox.errors import SandboxFileError as SandboxFileError  # moved to core
 from patchgym_sandbox.retry import retry_after_of
 
 
@@ -26,10 +27,6 @@ class ApiFailure(InfraError):
 
 class ExecStalled(InfraError, TimeoutError):
     """An exec stream gave no status well past the command's own deadline."""
-
-
-class SandboxFileError(SandboxError, OSError):
-    """A file operation inside the pod failed (permissions, not a directory, ...)."""
 
 
 def status_message(body: Any) -> str:

@@ -17,7 +17,14 @@ from patchgym_k8s.execstream import ExecStatus, ExecStream, StreamOpenError
 from patchgym_k8s.metadata import labels_of, lease_patch
 from patchgym_k8s.readiness import wait_running
 from patchgym_sandbox import labels as L
-from patchgym_sandbox.errors import ConfigError, InfraError, SandboxFileNotFound, SandboxLost
+from patchgym_sandbox.errors import (
+    ConfigError,
+    FileTooLarge,
+    InfraError,
+    NotARegularFile,
+    SandboxFileNotFound,
+    SandboxLost,
+)
 from patchgym_sandbox.output import CappedBuffer
 from patchgym_sandbox.remote import SUPERVISOR_PATH, FrameDecoder, remote_argv
 from patchgym_sandbox.result import ExecResult
@@ -349,8 +356,14 @@ class K8sSandbox(Sandbox):
         parent, tar = files.single_file_tar(path, data, mode)
         await self._put_archive(parent, tar)
 
-    async def _read_file(self, path: str) -> bytes:
-        return await self._fetch(files.cat_argv(path), path, "read", "file")
+    async def _read_file(self, path: str, max_bytes: int) -> bytes:
+        out = await self._fetch(files.cat_argv(path, max_bytes), path, "read", "file")
+        if len(out) > max_bytes:
+            raise FileTooLarge(
+                f"{path!r} in sandbox {self.id} is over the {max_bytes}-byte read limit",
+                limit=max_bytes,
+            )
+        return out
 
     async def _put_archive(self, dest_dir: str, data: bytes) -> None:
         code, _, err = await self._backend.call(
@@ -369,6 +382,8 @@ class K8sSandbox(Sandbox):
         code, out, err = await self._backend.call(self._file_op, argv, None, f"{verb} {path}")
         if code in files.NOT_FOUND_CODES:
             raise SandboxFileNotFound(f"no {what} {path!r} in sandbox {self.id}")
+        if code == files.NOT_REGULAR_CODE:
+            raise NotARegularFile(f"{path!r} in sandbox {self.id} is not a regular file; refused")
         if code != 0:
             raise SandboxFileError(
                 f"cannot {verb} {path!r} in sandbox {self.id}: {err.strip() or f'exit {code}'}"

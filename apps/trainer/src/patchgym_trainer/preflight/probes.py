@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from patchgym_envs import ConversionReport, Task
+from patchgym_envs.errors import DatasetError
 from patchgym_envs.sandboxes import spec_for
 from patchgym_sandbox import BackendConfig, SandboxError, load_config
 from patchgym_trainer.datasets import dataset_source, load_dataset
@@ -101,7 +102,12 @@ async def images(cfg: BackendConfig | None, tasks: list[Task], *, timeout_s: flo
             detail=f"cannot build the {cfg.type} backend: {exc}",
             fix="install the backend package and start its engine",
         )
-    wanted = [backend.provisioned_from(spec_for(t, backend)) for t in tasks]
+    try:
+        wanted = [backend.provisioned_from(spec_for(t, backend)) for t in tasks]
+    except DatasetError as exc:  # a row path outside the data roots, or missing
+        return Check(
+            name="images", status="fail", detail=str(exc), fix="rebuild or fix the dataset"
+        )
     if not all(wanted):
         return Check(
             name="images",

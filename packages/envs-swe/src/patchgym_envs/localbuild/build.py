@@ -22,6 +22,7 @@ from patchgym_envs.localbuild.errors import BuildFailed, Unbuildable
 from patchgym_envs.localbuild.probe import without_network_tests
 from patchgym_envs.localbuild.repos import RepoCache
 from patchgym_envs.localbuild.specs import EnvSpec, buildable, load_specs
+from patchgym_envs.rowpaths import mark_root
 from patchgym_envs.task import Task
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -105,6 +106,8 @@ def local_task(task: Task, spec: EnvSpec, env: EnvInfo, template: Path) -> Task:
 class LocalBuilder:
     def __init__(self, cfg: LocalBuildConfig) -> None:
         self.cfg = cfg
+        for root in (cfg.out, cfg.cache_dir):  # rows built here may name paths beneath
+            mark_root(root)
         self.table = load_specs(cfg.specs)
         self.repos = RepoCache(cfg.cache_dir, cfg.mirrors)
         self.envs = EnvBuilder(cfg.cache_dir, python_override=cfg.python)

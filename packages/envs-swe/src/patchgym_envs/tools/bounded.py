@@ -15,6 +15,13 @@ from pydantic import BaseModel
 
 from patchgym_envs.tools.base import ToolError
 from patchgym_envs.tools.context import ToolContext
+from patchgym_sandbox import (
+    FileTooLarge,
+    NotARegularFile,
+    PathOutsideSandbox,
+    SandboxFileError,
+    SandboxFileNotFound,
+)
 
 WHOLE_READ_BYTES = 256 * 1024
 """Files up to this size are read whole (one round trip); larger ones line by line."""
@@ -26,29 +33,80 @@ MAX_EDIT_BYTES = 4 * 1024 * 1024
 
 class FileProbe(BaseModel):
     kind: str
-    """``file``, ``dir`` or ``missing``."""
+    """``file``, ``dir``, ``special`` (FIFO, socket, device) or ``missing``."""
     size: int = 0
     lines: int = 0
+    what: str = ""
+    """For ``special``: what it is, in the words of ``stat -L -c %F``."""
+
+
+# Links are judged by their target (`-f`, `stat -L`), never by the link itself; `wc` and
+# `tail` only ever open a regular file, so a FIFO named like a source file is never read.
+_PROBE = (
+    'if [ -d "$1" ]; then echo dir; elif [ -f "$1" ]; then '
+    'n=$(wc -l < "$1"); [ -n "$(tail -c1 "$1")" ] && n=$((n+1)); '
+    'echo file $(stat -L -c %s -- "$1") $n; '
+    'elif [ -e "$1" ]; then echo special $(stat -L -c %F -- "$1"); else echo missing; fi'
+)
 
 
 async def probe(ctx: ToolContext, real: str) -> FileProbe:
     """Kind, byte size and line count (a last line without newline counts) of ``real``."""
-    q = shlex.quote(real)
-    script = (
-        f"if [ -d {q} ]; then echo dir; elif [ -f {q} ]; then "
-        f'n=$(wc -l < {q}); [ -n "$(tail -c1 {q})" ] && n=$((n+1)); '
-        f"echo file $(stat -c %s {q}) $n; else echo missing; fi"
-    )
+    script = f"sh -c {shlex.quote(_PROBE)} patchgym-probe {shlex.quote(real)}"
     res = await ctx.sandbox.exec(script, timeout=max(30.0, ctx.settings.step_timeout_s))
     parts = res.stdout.split()
-    if not parts or parts[0] not in ("dir", "file"):
+    if not parts or parts[0] not in ("dir", "file", "special"):
         return FileProbe(kind="missing")
     if parts[0] == "dir":
         return FileProbe(kind="dir")
+    if parts[0] == "special":
+        return FileProbe(kind="special", what=" ".join(parts[1:]) or "not a regular file")
     try:
         return FileProbe(kind="file", size=int(parts[1]), lines=int(parts[2]))
     except (IndexError, ValueError):
         return FileProbe(kind="missing")
+
+
+def refusal(ctx: ToolContext, real: str, exc: Exception) -> ToolError:
+    """The observation for a file the sandbox API refused (kind, size, a link out)."""
+    shown = ctx.shown(real)
+    if isinstance(exc, NotARegularFile):
+        return ToolError(f"{shown} is {exc.kind}, not a regular file; the file tools refuse it")
+    if isinstance(exc, FileTooLarge):
+        size = f"{exc.size} bytes, " if exc.size is not None else ""
+        return ToolError(
+            f"{shown} is {size}over the {exc.limit}-byte limit of this tool; view a range of "
+            "it, or use a shell command"
+        )
+    if isinstance(exc, SandboxFileNotFound):
+        return ToolError(f"the path {shown} does not exist or is not a file")
+    if isinstance(exc, PathOutsideSandbox):
+        return ToolError(f"the path {shown} leads outside the sandbox through a link; refused")
+    return ToolError(f"cannot use {shown}: {exc}")
+
+
+FILE_REFUSALS = (
+    NotARegularFile,
+    FileTooLarge,
+    SandboxFileNotFound,
+    PathOutsideSandbox,
+    SandboxFileError,
+)
+
+
+async def read_capped(ctx: ToolContext, real: str, max_bytes: int) -> bytes:
+    """``read_file`` with a byte cap; refusals become a :class:`ToolError` that says why."""
+    try:
+        return await ctx.sandbox.read_file(real, max_bytes=max_bytes)
+    except FILE_REFUSALS as exc:
+        raise refusal(ctx, real, exc) from None
+
+
+def refuse_special(ctx: ToolContext, real: str, info: FileProbe) -> None:
+    if info.kind == "special":
+        raise ToolError(
+            f"{ctx.shown(real)} is a {info.what}, not a regular file; the file tools refuse it"
+        )
 
 
 async def read_lines(
@@ -56,12 +114,13 @@ async def read_lines(
 ) -> tuple[list[str], bool]:
     """Lines ``first..last`` (1-based, inclusive) and whether the byte cap cut them short."""
     if info.size <= WHOLE_READ_BYTES:
-        data = await ctx.sandbox.read_file(real)
+        data = await read_capped(ctx, real, WHOLE_READ_BYTES)
         lines = data.decode("utf-8", errors="replace").split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         return lines[first - 1 : last], False
-    cmd = f"sed -n '{first},{last}p;{last}q' {shlex.quote(real)} | head -c {MAX_VIEW_BYTES + 1}"
+    q = shlex.quote(real)  # `-f` again: the file may have been swapped since the probe
+    cmd = f"[ -f {q} ] && sed -n '{first},{last}p;{last}q' {q} | head -c {MAX_VIEW_BYTES + 1}"
     res = await ctx.sandbox.exec(cmd, timeout=max(30.0, ctx.settings.step_timeout_s))
     raw = res.stdout
     cut = len(raw.encode("utf-8", errors="replace")) > MAX_VIEW_BYTES or res.truncated
@@ -76,6 +135,7 @@ async def read_lines(
 async def check_editable(ctx: ToolContext, real: str) -> None:
     """Refuse to read a file whole for editing when it is over :data:`MAX_EDIT_BYTES`."""
     info = await probe(ctx, real)
+    refuse_special(ctx, real, info)
     if info.kind == "file" and info.size > MAX_EDIT_BYTES:
         raise ToolError(
             f"{ctx.shown(real)} is {info.size} bytes, over the {MAX_EDIT_BYTES}-byte limit of "

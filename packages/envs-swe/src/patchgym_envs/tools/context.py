@@ -40,9 +40,18 @@ class ToolSettings:
     """Observation size bound (head and tail kept)."""
     step_timeout_s: float = field(default_factory=lambda: _env_default("step_timeout_s"))
     """Deadline of one tool command (the exec request's ``timeout``)."""
+    tool_timeout_s: float | None = field(default_factory=lambda: _env_default("tool_timeout_s"))
+    """Deadline of one whole tool call; ``None``: see :attr:`tool_deadline_s`."""
     blocked_commands: tuple[str, ...] = ()
     test_cmd: str = "python3 -m pytest -q -p no:cacheprovider"
     """What debug-gym's ``eval`` and ``pdb`` run when the task names no visible test command."""
+
+    @property
+    def tool_deadline_s(self) -> float:
+        """``tool_timeout_s``, or by default room for a few commands: 3 × step + 60 s."""
+        if self.tool_timeout_s is not None:
+            return self.tool_timeout_s
+        return 3 * self.step_timeout_s + 60.0
 
 
 @dataclass

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from patchgym_envs.tools.base import Tool, ToolError, ToolParam, ToolSpec
-from patchgym_envs.tools.bounded import probe, read_lines
+from patchgym_envs.tools.bounded import probe, read_lines, refuse_special
 from patchgym_envs.tools.context import ToolContext
 from patchgym_envs.tools.files import read_text, write_text
 from patchgym_envs.tools.shell import run_command
@@ -229,6 +229,7 @@ class View(Tool):
         assert raw is not None
         real = ctx.path(raw)
         info = await probe(ctx, real)
+        refuse_special(ctx, real, info)
         if info.kind != "file":
             raise ToolError(f"the path {ctx.shown(real)} does not exist or is not a file")
         n = info.lines

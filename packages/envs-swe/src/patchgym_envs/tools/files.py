@@ -12,9 +12,18 @@ import shlex
 from typing import Any, ClassVar
 
 from patchgym_envs.tools.base import Tool, ToolError, ToolParam, ToolSpec
-from patchgym_envs.tools.bounded import check_editable, probe, read_lines
+from patchgym_envs.tools.bounded import (
+    FILE_REFUSALS,
+    MAX_EDIT_BYTES,
+    check_editable,
+    probe,
+    read_capped,
+    read_lines,
+    refusal,
+    refuse_special,
+)
 from patchgym_envs.tools.context import ToolContext
-from patchgym_sandbox import SandboxFileNotFound
+from patchgym_sandbox import NotARegularFile, SandboxFileNotFound
 
 SNIPPET_LINES = 4
 
@@ -29,10 +38,7 @@ def numbered(text: str, start: int = 1) -> str:
 async def read_text(ctx: ToolContext, real: str) -> str:
     """The whole file, for editing (refused past ``MAX_EDIT_BYTES``, see ``bounded``)."""
     await check_editable(ctx, real)
-    try:
-        data = await ctx.sandbox.read_file(real)
-    except SandboxFileNotFound:
-        raise ToolError(f"the path {ctx.shown(real)} does not exist or is not a file") from None
+    data = await read_capped(ctx, real, MAX_EDIT_BYTES)
     return data.decode("utf-8", errors="replace")
 
 
@@ -42,19 +48,29 @@ async def is_dir(ctx: ToolContext, real: str) -> bool:
 
 
 async def exists(ctx: ToolContext, real: str) -> bool:
-    res = await ctx.sandbox.exec(f"test -e {shlex.quote(real)}", timeout=30)
+    """Anything at ``real``, a dangling link included (``create`` must not write through it)."""
+    q = shlex.quote(real)
+    res = await ctx.sandbox.exec(f"test -e {q} || test -L {q}", timeout=30)
     return res.exit_code == 0
 
 
 async def write_text(ctx: ToolContext, real: str, content: str, *, remember: bool = True) -> None:
     if remember:
         try:
-            old = (await ctx.sandbox.read_file(real)).decode("utf-8", errors="replace")
+            data = await ctx.sandbox.read_file(real, max_bytes=MAX_EDIT_BYTES)
+            old: str | None = data.decode("utf-8", errors="replace")
+        except NotARegularFile as exc:  # before its base class, SandboxFileNotFound
+            raise refusal(ctx, real, exc) from None
         except SandboxFileNotFound:
             old = None
+        except FILE_REFUSALS as exc:
+            raise refusal(ctx, real, exc) from None
         if old is not None:
             ctx.history.setdefault(real, []).append(old)
-    await ctx.sandbox.write_file(real, content)
+    try:
+        await ctx.sandbox.write_file(real, content)
+    except FILE_REFUSALS as exc:
+        raise refusal(ctx, real, exc) from None
     ctx.files_changed()
 
 
@@ -81,6 +97,7 @@ class Editor:
     @staticmethod
     async def view(ctx: ToolContext, real: str, view_range: tuple[int, int] | None) -> str:
         info = await probe(ctx, real)
+        refuse_special(ctx, real, info)
         if info.kind == "dir":
             if view_range is not None:
                 raise ToolError("view_range is not allowed when path is a directory")

@@ -28,6 +28,7 @@ from patchgym_envs.graph.actions import (
 )
 from patchgym_envs.graph.session import GraphSession, render_subgraph
 from patchgym_envs.tools.base import Tool, ToolError, ToolParam, ToolSpec
+from patchgym_envs.tools.bounded import FILE_REFUSALS, MAX_EDIT_BYTES, read_capped, refusal
 from patchgym_envs.tools.context import ToolContext
 from patchgym_envs.tools.shell import format_result
 from patchgym_envs.tools.submit import Submit
@@ -177,7 +178,10 @@ class Repair(GraphTool):
         base = await session.ensure_script(ctx)
         patch = diff if diff.endswith("\n") else diff + "\n"
         path = f"{base}/{REPAIR_PATCH}"
-        await ctx.sandbox.write_file(path, ctx.to_real(patch))
+        try:
+            await ctx.sandbox.write_file(path, ctx.to_real(patch))
+        except FILE_REFUSALS as exc:
+            raise refusal(ctx, path, exc) from None
         cmd = f"git apply --whitespace=nowarn --recount {shlex.quote(path)}"
         res = await ctx.sandbox.exec(cmd, timeout=60)
         if res.exit_code != 0:
@@ -197,11 +201,10 @@ class Repair(GraphTool):
             real = ctx.path(edit.path)
             if real not in staged:
                 try:
-                    staged[real] = (await ctx.sandbox.read_file(real)).decode("utf-8")
-                except FileNotFoundError:
-                    raise ToolError(
-                        f"edit {i}: no file {edit.path!r} (nothing was changed)"
-                    ) from None
+                    data = await read_capped(ctx, real, MAX_EDIT_BYTES)
+                except ToolError as exc:
+                    raise ToolError(f"edit {i}: {exc} (nothing was changed)") from None
+                staged[real] = data.decode("utf-8", errors="replace")
             count = staged[real].count(edit.search)
             if count != 1:
                 where = "does not occur" if count == 0 else f"occurs {count} times"
@@ -211,7 +214,10 @@ class Repair(GraphTool):
                 )
             staged[real] = staged[real].replace(edit.search, edit.replace, 1)
         for real, text in staged.items():
-            await ctx.sandbox.write_file(real, text)
+            try:
+                await ctx.sandbox.write_file(real, text)
+            except FILE_REFUSALS as exc:
+                raise refusal(ctx, real, exc) from None
         names = ", ".join(ctx.relative(r) for r in staged)
         return f"{len(action.edits)} edit(s) applied to {names}"
 

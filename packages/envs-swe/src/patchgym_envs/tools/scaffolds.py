@@ -9,6 +9,7 @@ episode instead of blaming the policy.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,7 +24,14 @@ from patchgym_envs.tools.graph_planner import graph_planner_tools
 from patchgym_envs.tools.search import Grep, ListDir, Search
 from patchgym_envs.tools.shell import Bash, ExecuteBash, SweAgentBash
 from patchgym_envs.tools.submit import Finish, Submit
-from patchgym_sandbox import InfraError, SandboxClosed
+from patchgym_sandbox import (
+    FileTooLarge,
+    InfraError,
+    PathOutsideSandbox,
+    SandboxClosed,
+    SandboxFileError,
+    SandboxFileNotFound,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +68,27 @@ class Scaffold:
                 error=True,
                 tool=call.name,
             )
+        deadline = ctx.settings.tool_deadline_s
+        watch = asyncio.timeout(deadline)
         try:
-            text = await tool.run(ctx, dict(call.arguments))
+            async with watch:
+                text = await tool.run(ctx, dict(call.arguments))
             error = False
         except InfraError:
             raise
         except SandboxClosed:
             raise
+        except TimeoutError as exc:
+            if watch.expired():
+                ctx.files_changed()  # stateful tools (pdb) start afresh after an abandoned call
+                text = f"ERROR: {call.name} did not finish within {deadline:g} s and was abandoned"
+            else:
+                text = f"ERROR: {call.name} failed: {type(exc).__name__}: {exc}"
+            error = True
         except ToolError as exc:
             text, error = f"ERROR: {exc}", True
+        except (PathOutsideSandbox, SandboxFileError, SandboxFileNotFound, FileTooLarge) as exc:
+            text, error = f"ERROR: {call.name}: {exc}", True
         except Exception as exc:  # a tool bug must not kill the episode
             log.exception("tool %s failed", call.name)
             text, error = f"ERROR: {call.name} failed: {type(exc).__name__}: {exc}", True

@@ -30,7 +30,7 @@ from patchgym_sandbox import beneath, seccomp
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import PrepareReport, SandboxBackend, SandboxInfo
 from patchgym_sandbox.errors import ConfigError, IsolationUnavailable, SandboxLost
-from patchgym_sandbox.local import cgroups, forks, records, rootless, workcopy
+from patchgym_sandbox.local import cgroups, forks, oomguard, records, rootless, workcopy
 from patchgym_sandbox.local.config import LocalConfig
 from patchgym_sandbox.local.isolation import (
     bwrap_argv,
@@ -357,6 +357,7 @@ class LocalSandbox(Sandbox):
             rec.cgroups = [str(g) for g in groups]
             records.write(state_dir, rec)
             self._server = self._launch(groups)
+            oomguard.protect(self._server.init_pid)
 
     def _lowers(self, template: Path | None) -> list[Path]:
         """What the working copy starts from, top first: a fork's snapshot, the template."""
@@ -523,10 +524,12 @@ class LocalSandbox(Sandbox):
         root, rel = self._host(path)
         await asyncio.to_thread(self._as_root_inside, beneath.write_file, root, rel, data, mode)
 
-    async def _read_file(self, path: str) -> bytes:
+    async def _read_file(self, path: str, max_bytes: int) -> bytes:
         self._check_alive()
         root, rel = self._host(path)
-        return await asyncio.to_thread(self._as_root_inside, beneath.read_file, root, rel)
+        return await asyncio.to_thread(
+            self._as_root_inside, beneath.read_file, root, rel, max_bytes
+        )
 
     async def _put_archive(self, dest_dir: str, data: bytes) -> None:
         self._check_alive()
