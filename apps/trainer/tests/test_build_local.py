@@ -83,7 +83,6 @@ def built(semver_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
             "datasets", "build-local", "dataset=file", f"dataset.path={HERE / 'semver.jsonl'}",
             "--out", str(out), "--cache-dir", str(out / "cache"),
             "--mirror", f"{ROW['repo']}={semver_mirror}", "--specs", str(HERE / "specs.yaml"),
-            "--probe",
         ]
     )  # fmt: skip
     assert code == 0
@@ -99,11 +98,25 @@ def test_build_local_writes_a_runnable_task(built: Path) -> None:
     assert "conda" not in task["eval_script"]
     assert "tests/test_subclass.py" in task["eval_script"]
     report = json.loads((built / "report.json").read_text())
-    assert [r["status"] for r in report] == ["built"]
-    assert (
-        report[0]["network_tests"] == []
-    )  # the probe ran the gold patch: nothing needs the network
-    assert "1 of 1 rows can run locally" in (built / "report.md").read_text()
+    (outcome,) = report["outcomes"]
+    assert outcome["status"] == "built"
+    assert outcome["network_tests"] == {}  # the gate ran gold: nothing needs the network
+    assert outcome["gate"].startswith("ok: gold passes 2 kept tests, empty fails 1")
+    assert (built / "logs" / f"{ROW['instance_id']}.gold.log.gz").is_file()
+    assert (built / "logs" / f"{ROW['instance_id']}.empty.log.gz").is_file()
+    text = (built / "report.md").read_text()
+    assert "1 of 1 rows can run locally" in text
+
+
+def test_environment_is_pinned_to_the_row_date(built: Path) -> None:
+    """Unpinned requirements resolve as of created_at (2023-10-07); the spec's pins hold."""
+    report = json.loads((built / "report.json").read_text())
+    (outcome,) = report["outcomes"]
+    assert outcome["as_of"] == "2023-10-07T00:00:00Z"
+    env = report["envs"][outcome["env_key"]]
+    assert env["packages"]["pytest"] == "7.4.4"  # pinned by specs.yaml (released 2023-12-30)
+    assert env["packages"]["coverage"].startswith(("7.3.",))  # pytest-cov's dep, as of Oct 2023
+    assert "pytest==7.4.4" in (built / "report.md").read_text()
 
 
 def test_validate_gold_resolves_empty_does_not(built: Path, tmp_path: Path) -> None:
@@ -127,10 +140,11 @@ def test_rebuild_shares_the_environment(built: Path, semver_mirror: Path, tmp_pa
             "datasets", "build-local", "dataset=file", f"dataset.path={HERE / 'semver.jsonl'}",
             "--out", str(tmp_path), "--cache-dir", str(built / "cache"),
             "--mirror", f"{ROW['repo']}={semver_mirror}", "--specs", str(HERE / "specs.yaml"),
+            "--no-probe",
         ]
     )  # fmt: skip
     assert code == 0
-    (outcome,) = json.loads((tmp_path / "report.json").read_text())
+    (outcome,) = json.loads((tmp_path / "report.json").read_text())["outcomes"]
     assert outcome["env_shared"] is True
 
 
@@ -143,7 +157,8 @@ def test_unbuildable_rows_are_reported_not_built(tmp_path: Path) -> None:
          "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]
     )  # fmt: skip
     assert code == 1
-    (outcome,) = json.loads((tmp_path / "o" / "report.json").read_text())
+    (outcome,) = json.loads((tmp_path / "o" / "report.json").read_text())["outcomes"]
     assert outcome["status"] == "unbuildable"
     assert "no install spec for x/y version '9.9'" in outcome["reason"]
+    assert "--specs" in outcome["reason"]
     assert (tmp_path / "o" / "tasks.jsonl").read_text() == ""
