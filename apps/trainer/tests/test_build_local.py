@@ -7,6 +7,7 @@ tests/localbuild/README.md); pip downloads it from the package index, as CI can.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -132,6 +133,10 @@ def test_validate_gold_resolves_empty_does_not(built: Path, tmp_path: Path) -> N
     rows = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert code == 0, rows
     assert {r["patch"]: r["resolved"] for r in rows} == {"gold": True, "empty": False}
+    for r in rows:  # each grading's test log kept, linked from the report
+        log = gzip.decompress((tmp_path / r["log"]).read_bytes()).decode()
+        assert "test_subclass_from_versioninfo" in log
+        assert f"href='{r['log']}'" in (tmp_path / "report.html").read_text()
 
 
 def test_rebuild_shares_the_environment(built: Path, semver_mirror: Path, tmp_path: Path) -> None:

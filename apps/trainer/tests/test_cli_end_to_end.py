@@ -65,6 +65,8 @@ def test_rollout_gold_policy_two_samples(tmp_path: Path) -> None:
     assert all(r["sandbox_s"] > 0 and r["phases"]["grading"] > 0 for r in lines)
     html = (tmp_path / "report.html").read_text()
     assert "resolve rate" in html and "sandbox-seconds" in html
+    logs = sorted((tmp_path / "logs").glob("*.log.gz"))  # each grading's test log, kept
+    assert len(logs) == 4 and all(f"href='logs/{p.name}'" in html for p in logs)
     assert (tmp_path / "phases.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

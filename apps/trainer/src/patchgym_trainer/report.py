@@ -136,8 +136,10 @@ def write_html(
     rows: Sequence[Mapping[str, Any]],
     chart: Path | None = None,
     more_charts: Sequence[Path] = (),
+    links: Sequence[str] = (),
 ) -> Path:
-    """A single self-contained page (the chart is embedded as a data URI)."""
+    """A single self-contained page (the chart is embedded as a data URI). Cells of the
+    ``links`` columns hold space-separated paths relative to the page, shown as links."""
     esc = html.escape
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -160,12 +162,22 @@ def write_html(
     for row in rows:
         cls = esc(str(row.get("outcome", "")))
         parts.append(f"<tr class='{cls}'>")
-        parts += [f"<td>{esc(_cell(row.get(c)))}</td>" for c in columns]
+        parts += [
+            f"<td>{_links(row.get(c)) if c in links else esc(_cell(row.get(c)))}</td>"
+            for c in columns
+        ]
         parts.append("</tr>")
     parts.append("</table></body></html>")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(parts), encoding="utf-8")
     return path
+
+
+def _links(value: Any) -> str:
+    paths = str(value or "").split()
+    return " ".join(
+        f"<a href='{html.escape(p, quote=True)}'>{html.escape(Path(p).name)}</a>" for p in paths
+    )
 
 
 def _cell(value: Any) -> str:

@@ -8,6 +8,7 @@ the config, adds pass@k for every k up to K (unbiased estimator), and writes the
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 from collections.abc import Sequence
@@ -44,6 +45,8 @@ class TaskRow(BaseModel):
     steps: float
     tokens: int
     duration_s: float
+    logs: str = ""
+    """Grading test logs (gzip) of the task's episodes, relative to the output folder."""
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -105,8 +108,11 @@ async def served_model(base_url: str, api_key: str) -> str:
 async def run_rollout(cfg: AppConfig, out_dir: Path, console: Console) -> RolloutSummary:
     tasks = load_dataset(cfg.dataset).tasks
     policy = await make_policy(cfg)
+    env = cfg.env
+    if env.grading_logs is None:  # keep each grading's test log beside trajectories.jsonl
+        env = env.model_copy(update={"grading_logs": str(out_dir / "logs")})
     rc = RolloutConfig(
-        env=cfg.env,
+        env=env,
         tool_format=cfg.rollout.tool_format or cfg.agent.tool_format,
         samples=cfg.rollout.samples,
         concurrency=cfg.rollout.concurrency,
@@ -154,7 +160,15 @@ def load_results(out_dir: Path) -> list[EpisodeResult]:
     return list(latest.values())
 
 
-def task_rows(results: Sequence[EpisodeResult]) -> list[TaskRow]:
+def task_logs(out_dir: Path | None, task_id: str) -> str:
+    """The task's kept grading logs, as paths relative to ``out_dir``."""
+    if out_dir is None:
+        return ""
+    found = sorted((out_dir / "logs").glob(f"{glob.escape(task_id)}.*.log.gz"))
+    return " ".join(f"logs/{p.name}" for p in found)
+
+
+def task_rows(results: Sequence[EpisodeResult], out_dir: Path | None = None) -> list[TaskRow]:
     by_task: dict[str, list[EpisodeResult]] = {}
     for r in results:
         by_task.setdefault(r.task_id, []).append(r)
@@ -174,6 +188,7 @@ def task_rows(results: Sequence[EpisodeResult]) -> list[TaskRow]:
                 steps=sum(r.steps for r in rs) / len(rs),
                 tokens=sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in rs),
                 duration_s=round(sum(r.timings.total_s for r in rs), 2),
+                logs=task_logs(out_dir, task_id),
             )
         )
     return rows
@@ -186,7 +201,7 @@ def write_report(
     pk: dict[int, float],
     out_dir: Path,
 ) -> None:
-    rows = task_rows(results)
+    rows = task_rows(results, out_dir)
     chart = report.outcome_chart(
         [f"{r.task_id} [s{r.sample}]" for r in results],
         [
@@ -229,5 +244,6 @@ def write_report(
         rows=[r.model_dump() for r in rows],
         chart=chart,
         more_charts=[phases],
+        links=["logs"],
     )
     (out_dir / "pass_at_k.json").write_text(json.dumps({f"pass@{k}": v for k, v in pk.items()}))

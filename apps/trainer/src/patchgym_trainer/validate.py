@@ -2,7 +2,8 @@
 
 Runs each task of a dataset once per patch kind on the configured backend (a fresh
 sandbox each, through :func:`patchgym_envs.evaluate_patch`), shows a progress bar,
-prints a per-task table and writes ``results.jsonl``, ``chart.png`` and ``report.html``.
+prints a per-task table and writes ``results.jsonl``, ``chart.png``, ``report.html`` and
+each grading's test log (``logs/<task>.<patch>.log.gz``, linked from the report).
 A task *misbehaves* when the gold patch does not resolve it or the empty patch does;
 an infrastructure failure is reported apart (``infra``), never as the task's fault.
 """
@@ -48,6 +49,8 @@ class PatchResult(BaseModel):
     p2p: str = ""
     executed_on: str | None = None
     """The Ray node that ran it (``run.executor=ray``)."""
+    log: str | None = None
+    """The test log, gzip, relative to the output folder (None: the tests never ran)."""
 
 
 class TaskResult(BaseModel):
@@ -57,6 +60,7 @@ class TaskResult(BaseModel):
     empty: str
     duration_s: float
     note: str = ""
+    logs: str = ""
 
 
 class ValidateSummary(BaseModel):
@@ -72,13 +76,24 @@ class ValidateSummary(BaseModel):
         return not self.misbehaving and not self.infra
 
 
+def log_name(task_id: str, kind: PatchKind) -> str:
+    return f"logs/{task_id}.{kind}.log.gz"
+
+
 async def evaluate_one(
-    task: Task, kind: PatchKind, backend: SandboxBackend, *, run_id: str, env: EnvConfig
+    task: Task,
+    kind: PatchKind,
+    backend: SandboxBackend,
+    *,
+    run_id: str,
+    env: EnvConfig,
+    out_dir: Path | None = None,
 ) -> PatchResult:
     patch = task.gold_patch if kind == "gold" else ""
     expected = kind == "gold"
     t0 = time.monotonic()
-    verdict = await evaluate_patch(task, patch, backend, run_id=run_id, env=env)
+    log_path = out_dir / log_name(task.id, kind) if out_dir is not None else None
+    verdict = await evaluate_patch(task, patch, backend, run_id=run_id, env=env, log_path=log_path)
     elapsed = time.monotonic() - t0
     if verdict.infra_error is not None:
         outcome: Outcome = "infra"
@@ -99,6 +114,7 @@ async def evaluate_one(
         rejected=verdict.rejected,
         f2p=f2p,
         p2p=p2p,
+        log=log_name(task.id, kind) if log_path is not None and log_path.is_file() else None,
     )
 
 
@@ -126,6 +142,7 @@ def per_task(results: Sequence[PatchResult]) -> list[TaskResult]:
                 empty=cells.get("empty", "-"),
                 duration_s=round(sum(r.duration_s for r in rs), 3),
                 note="; ".join(notes)[:300],
+                logs=" ".join(r.log for r in rs if r.log),
             )
         )
     return rows
@@ -178,7 +195,9 @@ async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> Valid
                     if remote is not None:
                         res = PatchResult.model_validate(await remote(task, kind, run_id))
                     else:
-                        res = await evaluate_one(task, kind, backend, run_id=run_id, env=cfg.env)
+                        res = await evaluate_one(
+                            task, kind, backend, run_id=run_id, env=cfg.env, out_dir=out_dir
+                        )
                 results.append(res)
                 bad = sum(r.outcome != "ok" for r in results)
                 progress.update(
@@ -253,7 +272,8 @@ def write_report(
             "dataset": cfg.dataset.name,
             "sandbox": cfg.sandbox.type,
         },
-        columns=["task_id", "outcome", "gold", "empty", "duration_s", "note"],
+        columns=["task_id", "outcome", "gold", "empty", "duration_s", "note", "logs"],
         rows=[r.model_dump() for r in rows],
         chart=chart,
+        links=["logs"],
     )

@@ -25,7 +25,9 @@ import asyncio
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any, Literal, Self
 
 from patchgym_envs import cleanup, grading, rllm_compat
@@ -416,9 +418,14 @@ class SWEEnv:
                     rollout_id=f"{self.task.id}-{self._idx}-grade"
                     if self._idx is not None
                     else None,
+                    log_path=self._log_path(),
                 )
             else:
-                verdict = await grading.grade(self.task, self._sandbox, patch=self._patch)
+                verdict, log = await grading.grade_logged(
+                    self.task, self._sandbox, patch=self._patch
+                )
+                if (path := self._log_path()) is not None and log:
+                    grading.keep_log(path, log)
                 await ensure_alive(self._sandbox)
                 verdict = verdict.model_copy(update={"grading_sandbox": "same"})
         if self.config.reward is not None:
@@ -428,6 +435,13 @@ class SWEEnv:
         self._verdict = verdict
         if verdict.infra_error is not None:
             self._infra_error = verdict.infra_error
+
+    def _log_path(self) -> Path | None:
+        """Where this episode's grading log is kept (``EnvConfig.grading_logs``)."""
+        if self.config.grading_logs is None or self.task is None:
+            return None
+        name = f"{self.task.id}.{self._idx if self._idx is not None else uuid.uuid4().hex[:8]}"
+        return Path(self.config.grading_logs) / f"{name}.log.gz"
 
     def _reward(self) -> float:
         if self._verdict is None or self._infra_error is not None:

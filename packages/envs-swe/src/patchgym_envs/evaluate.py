@@ -7,6 +7,8 @@ hidden tests.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from patchgym_envs import grading
 from patchgym_envs.config import EnvConfig, default_of
 from patchgym_envs.grading import Verdict
@@ -24,12 +26,14 @@ async def evaluate_patch(
     run_id: str | None = None,
     rollout_id: str | None = None,
     env: EnvConfig | None = None,
+    log_path: Path | None = None,
 ) -> Verdict:
     """Create a sandbox for ``task``, apply ``patch``, grade, close. Never leaks the sandbox.
 
     A patch that does not apply grades 0 (the patch's fault); infrastructure failures
     come back as a verdict with ``infra_error`` set. ``env``: the run's episode settings
-    (its ``setup_timeout_s`` and ``python`` apply here).
+    (its ``setup_timeout_s`` and ``python`` apply here). ``log_path``: keep the test log
+    there (gzip) when the tests ran.
     """
     if env is not None:
         python = python or env.python
@@ -48,7 +52,9 @@ async def evaluate_patch(
                 rejected=f"patch did not apply: {output[-1000:].strip()}",
                 grading_sandbox="fresh",
             )
-        verdict = await grading.grade(task, sandbox, patch=patch)
+        verdict, log = await grading.grade_logged(task, sandbox, patch=patch)
+        if log_path is not None and log:
+            grading.keep_log(log_path, log)
         await ensure_alive(sandbox)
         return verdict.model_copy(update={"grading_sandbox": "fresh"})
     except InfraError as exc:
