@@ -167,3 +167,31 @@ def test_unbuildable_rows_are_reported_not_built(tmp_path: Path) -> None:
     assert "no install spec for x/y version '9.9'" in outcome["reason"]
     assert "--specs" in outcome["reason"]
     assert (tmp_path / "o" / "tasks.jsonl").read_text() == ""
+
+
+def test_raw_rows_on_local_name_build_local(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A raw SWE-bench row has no template: one line naming the command that builds it."""
+    code = run(
+        ["validate", "dataset=file", f"dataset.path={HERE / 'semver.jsonl'}",
+         "--out", str(tmp_path)]
+    )  # fmt: skip
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert code != 0
+    assert "patchgym datasets build-local" in out and "Traceback" not in out
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_offline_clone_names_mirror(tmp_path: Path) -> None:
+    """No git host is reachable here: the clone's failure says how to give a local copy."""
+    code = run(
+        ["datasets", "build-local", "dataset=file", f"dataset.path={HERE / 'semver.jsonl'}",
+         "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"),
+         "--specs", str(HERE / "specs.yaml"), "--no-probe"]
+    )  # fmt: skip
+    assert code == 1
+    (outcome,) = json.loads((tmp_path / "o" / "report.json").read_text())["outcomes"]
+    assert outcome["status"] == "failed"
+    assert "--mirror python-semver/python-semver=PATH" in outcome["reason"]

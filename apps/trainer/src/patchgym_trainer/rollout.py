@@ -29,6 +29,8 @@ from patchgym_agents import (
     rollout,
 )
 from patchgym_agents.rollout.summary import print_summary
+from patchgym_envs.localbuild.hints import not_runnable
+from patchgym_sandbox import create_backend
 from patchgym_trainer import report, tracing
 from patchgym_trainer.datasets import load_dataset
 from patchgym_trainer.errors import TrainerError
@@ -107,6 +109,13 @@ async def served_model(base_url: str, api_key: str) -> str:
 
 async def run_rollout(cfg: AppConfig, out_dir: Path, console: Console) -> RolloutSummary:
     tasks = load_dataset(cfg.dataset).tasks
+    backend = create_backend(cfg.sandbox)
+    try:
+        unrunnable = not_runnable(tasks, backend)
+    finally:
+        await backend.aclose()
+    if unrunnable is not None:
+        raise TrainerError(unrunnable)
     policy = await make_policy(cfg)
     env = cfg.env
     if env.grading_logs is None:  # keep each grading's test log beside trajectories.jsonl

@@ -22,10 +22,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from patchgym_envs import EnvConfig, Task, evaluate_patch
+from patchgym_envs.localbuild.hints import missing_image_hint, not_runnable
 from patchgym_sandbox import SandboxBackend, create_backend
 from patchgym_sandbox import labels as L
 from patchgym_trainer import report
 from patchgym_trainer.datasets import load_dataset
+from patchgym_trainer.errors import TrainerError
 from patchgym_trainer.schema import AppConfig
 
 PatchKind = Literal["gold", "empty"]
@@ -163,6 +165,10 @@ async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> Valid
     tasks = load_dataset(cfg.dataset).tasks
     kinds: list[PatchKind] = list(cfg.validate_.patches)
     backend = create_backend(cfg.sandbox)
+    unrunnable = not_runnable(tasks, backend)
+    if unrunnable is not None:
+        await backend.aclose()
+        raise TrainerError(unrunnable)
     run_id = f"validate-{int(time.time())}"
     sem = asyncio.Semaphore(cfg.validate_.concurrency)
     remote = None
@@ -214,6 +220,10 @@ async def run_validate(cfg: AppConfig, out_dir: Path, console: Console) -> Valid
     results.sort(key=lambda r: (order[r.task_id], kinds.index(r.patch)))
     rows = per_task(results)
     print_table(rows, console)
+    for r in results:  # the reason, not only "infra error", on the terminal
+        if r.infra_error:
+            why = missing_image_hint(r.infra_error, backend_name)
+            console.print(f"[yellow]{r.task_id} {r.patch}: infra error: {why}[/]", markup=True)
     summary = ValidateSummary(
         tasks=len(rows),
         ok=sum(r.outcome == "ok" for r in rows),
