@@ -195,3 +195,42 @@ def test_offline_clone_names_mirror(tmp_path: Path) -> None:
     (outcome,) = json.loads((tmp_path / "o" / "report.json").read_text())["outcomes"]
     assert outcome["status"] == "failed"
     assert "--mirror python-semver/python-semver=PATH" in outcome["reason"]
+
+
+def test_docker_images_validate_offline(built: Path, semver_mirror: Path, tmp_path: Path) -> None:
+    """``--for docker``: the same template and env as an image FROM local/bookworm-py; the
+    docker backend runs the row with no registry and no network (CI: PATCHGYM_REQUIRE_ENGINES)."""
+    from patchgym_envs.bundled.docker import base_image_problem
+    from patchgym_sandbox.testing.engines import engine_missing
+
+    problem = base_image_problem()
+    if problem is not None:
+        engine_missing(problem)
+    out = tmp_path / "docker"
+    code = run(
+        [
+            "datasets", "build-local", "dataset=file", f"dataset.path={HERE / 'semver.jsonl'}",
+            "--out", str(out), "--cache-dir", str(built / "cache"), "--for", "docker",
+            "--mirror", f"{ROW['repo']}={semver_mirror}", "--specs", str(HERE / "specs.yaml"),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    (outcome,) = json.loads((out / "report.json").read_text())["outcomes"]
+    assert outcome["env_shared"] is True and outcome["image"].startswith("patchgym-swe:")
+    (task,) = [json.loads(x) for x in (out / "tasks.jsonl").read_text().splitlines()]
+    assert task["image"] == outcome["image"]
+    env_tag = subprocess.run(
+        ["docker", "image", "inspect", "-f", "{{index .Config.Labels \"patchgym.env-image\"}}",
+         task["image"]], capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert env_tag.startswith("patchgym-swe-env:")
+    try:
+        code = run(
+            ["validate", "sandbox=docker", "dataset=file", f"dataset.path={out / 'tasks.jsonl'}",
+             "--out", str(tmp_path / "v")]
+        )  # fmt: skip
+    finally:  # this run's images only (their tags hold this run's paths)
+        subprocess.run(["docker", "rmi", task["image"], env_tag], capture_output=True, check=False)
+    rows = [json.loads(x) for x in (tmp_path / "v" / "results.jsonl").read_text().splitlines()]
+    assert code == 0, rows
+    assert {r["patch"]: r["resolved"] for r in rows} == {"gold": True, "empty": False}

@@ -26,6 +26,7 @@ from patchgym_envs.localbuild import (
     LocalBuilder,
     Outcome,
 )
+from patchgym_envs.localbuild.images import for_docker
 from patchgym_envs.localbuild.probe import Gate, GateFailed, parity_gate
 from patchgym_sandbox import SandboxBackend, create_backend
 from patchgym_trainer.datasets import load_dataset
@@ -118,6 +119,24 @@ async def probe_network(
     report.tasks = kept
 
 
+def images_for(report: BuildReport, build: LocalBuildConfig) -> None:
+    """Give every built task its offline image (``FROM local/bookworm-py``); a row whose
+    image fails to build is reported failed and written nowhere."""
+    outcomes = {o.id: o for o in report.outcomes}
+    kept = []
+    for task in report.tasks:
+        outcome = outcomes[task.id]
+        env = report.envs[task.metadata["local_env"]["key"]]
+        try:
+            built = for_docker(task, env, scratch=build.cache_dir)
+        except BuildFailed as exc:
+            outcome.status, outcome.reason = "failed", f"image: {exc}"
+            continue
+        outcome.image = built.image
+        kept.append(built)
+    report.tasks = kept
+
+
 def build_local(
     cfg: AppConfig, build: LocalBuildConfig, console: Console, *, probe: bool = True
 ) -> BuildReport:
@@ -145,6 +164,9 @@ def build_local(
         asyncio.run(
             probe_network(report, backend, console, allow_drop=build.allow_drop, out=build.out)
         )
+    if build.target == "docker" and report.tasks:
+        console.print("building offline docker images: one per environment, one per row")
+        images_for(report, build)
     write_jsonl(report.tasks, build.out / "tasks.jsonl")
     write_report(report, build.out)
     table = Table("task", "status", "env", "build s", "network tests", "reason")

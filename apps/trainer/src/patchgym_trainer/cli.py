@@ -209,6 +209,12 @@ def datasets_build_local(
             help="parity gate: run gold and empty once per row; drop network-bound tests",
         ),
     ] = True,
+    target: Annotated[
+        str,
+        typer.Option(
+            "--for", help="local (templates + envs), or docker (also an offline image per row)"
+        ),
+    ] = "local",
     allow_drop: Annotated[
         int, typer.Option("--allow-drop", help="most network-bound tests one row may lose")
     ] = 3,
@@ -232,6 +238,7 @@ def datasets_build_local(
         "specs": specs,
         "allow_drop": allow_drop,
         "as_of": as_of,
+        "target": target,
     }
     if python:
         fields["python"] = python

@@ -50,6 +50,8 @@ class LocalBuildConfig(BaseModel):
     as_of: str | None = None
     """Resolve unpinned requirements as of this date for every row (default: each row's
     ``created_at`` day); ``"none"`` resolves to today's releases."""
+    target: Literal["local", "docker"] = "local"
+    """``docker``: also build an offline image per row (``localbuild.images``)."""
     allow_drop: int = Field(default=3, ge=0)
     """The most tests the network probe may drop from one row before the row is refused."""
 
@@ -62,6 +64,8 @@ class Outcome(BaseModel):
     env_key: str | None = None
     as_of: str | None = None
     env_shared: bool = False
+    image: str | None = None
+    """The row's offline Docker image (``--for docker``)."""
     template_bytes: int = 0
     env_bytes: int = 0
     build_s: float = 0.0
