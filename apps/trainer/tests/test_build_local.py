@@ -9,29 +9,16 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import shutil
 import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import pytest
+from sdist_rows import sdist_repo
 
 from patchgym_trainer.cli import main
 
 HERE = Path(__file__).parent / "localbuild"
 ROW = json.loads((HERE / "semver.jsonl").read_text())
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "patchgym",
-    "GIT_AUTHOR_EMAIL": "tasks@patchgym.invalid",
-    "GIT_AUTHOR_DATE": "2023-06-14T11:20:42+00:00",
-    "GIT_COMMITTER_NAME": "patchgym",
-    "GIT_COMMITTER_EMAIL": "tasks@patchgym.invalid",
-    "GIT_COMMITTER_DATE": "2023-06-14T11:20:42+00:00",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-}
 
 
 def run(argv: list[str]) -> int:
@@ -40,35 +27,15 @@ def run(argv: list[str]) -> int:
     return int(code.value.code or 0)
 
 
-def pip_download(spec: str, dest: Path) -> Path:
-    """The sdist of ``spec`` through pip (the interpreter's, else uv's tool run of pip)."""
-    args = ["download", "-q", "--no-deps", "--no-binary", ":all:", spec, "-d", str(dest)]
-    pip = [sys.executable, "-m", "pip"]
-    if subprocess.run([*pip, "--version"], capture_output=True).returncode != 0:
-        pip = ["uv", "tool", "run", "--from", "pip", "pip"]
-    subprocess.run([*pip, *args], check=True, capture_output=True, timeout=600)
-    (sdist,) = dest.glob("*.tar.gz")
-    return sdist
-
-
 def semver_repo(root: Path) -> Path:
     """semver 3.0.1's sdist committed with fixed dates: always the row's base commit."""
-    sdist = pip_download("semver==3.0.1", root / "dl")
-    repo = root / "repo"
-    with tarfile.open(sdist) as tar:
-        tar.extractall(root / "x", filter="data")
-    shutil.move(str(next((root / "x").iterdir())), repo)
-    env = {**os.environ, **GIT_ENV}
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "semver 3.0.1 (sdist)"]):
-        subprocess.run(
-            ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
-            cwd=repo, env=env, check=True, capture_output=True,
-        )  # fmt: skip
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True)
-    assert head.stdout.strip() == ROW["base_commit"], (
-        "the sdist no longer commits to the row's base"
+    return sdist_repo(
+        "semver==3.0.1",
+        root,
+        date="2023-06-14T11:20:42+00:00",
+        message="semver 3.0.1 (sdist)",
+        base_commit=ROW["base_commit"],
     )
-    return repo
 
 
 @pytest.fixture(scope="module")

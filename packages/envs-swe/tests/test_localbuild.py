@@ -187,6 +187,7 @@ def test_spec_pins_outlive_the_date_and_pip_runs_dated() -> None:
     assert date_args(None, ["pytest"]) == []
     cmd = dated_pip("python -m pip install -e . && pip install foo", "/e/bin/python", args[:2])
     assert cmd.count("uv pip install --python /e/bin/python --exclude-newer 2020-05-01") == 2
+    assert "setuptools=2999-01-01T00:00:00Z" in cmd
     assert dated_pip("python -m pip install -e .", "/p", []) == "python -m pip install -e ."
 
 

@@ -35,6 +35,7 @@ CONDA_PIN = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)=([^=<>!].*)$")
 EXACT_PIN = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)\s*===?\s*[^,;]+$")
 PIP_INSTALL = re.compile(r"\b(?:python3?\s+-m\s+)?pip3?\s+install\b")
 FAR_FUTURE = "2999-01-01T00:00:00Z"
+SEED = ("pip", "setuptools", "wheel")
 REWRITE_GLOBS = ("*.pth", "*.egg-link", "__editable__*.py", "*.dist-info/direct_url.json")
 
 
@@ -140,10 +141,13 @@ class EnvBuilder:
     ) -> EnvInfo:
         t0 = time.monotonic()
         base = self.python_for(spec)
-        run(["uv", "venv", "-q", "--seed", "--python", base, str(path)], "uv venv")
-        python = str(path / "bin" / "python")
         listed = pip_names(spec.packages) if spec.packages.strip() != "requirements.txt" else []
         dated = date_args(as_of, pinned_names([*listed, *spec.pip_packages]))
+        seed = [] if dated else ["--seed"]
+        run(["uv", "venv", "-q", *seed, "--python", base, str(path)], "uv venv")
+        python = str(path / "bin" / "python")
+        if dated:  # the era's pip/setuptools (today's setuptools has no pkg_resources)
+            uv_pip(python, *dated, *SEED)
         if spec.packages.strip() == "requirements.txt":
             reqs = [template / p for p in spec.requirements_paths if (template / p).is_file()]
             if not reqs:
@@ -206,10 +210,13 @@ def shell(cmd: str, env_path: Path, cwd: Path) -> None:
 
 
 def dated_pip(cmd: str, python: str, dated: list[str]) -> str:
-    """``pip install`` in a spec command, run by uv with the same resolution date."""
+    """``pip install`` in a spec command, run by uv with the same resolution date; only the
+    build tools (setuptools, wheel) are today's, so a 2020 ``setup.py`` builds editable
+    (PEP 660) while the environment keeps its era's setuptools at run time."""
     if not dated:
         return cmd
-    uv = " ".join(["uv pip install --python", shlex.quote(python), *map(shlex.quote, dated)])
+    build_tools = [a for t in SEED[1:] for a in ("--exclude-newer-package", f"{t}={FAR_FUTURE}")]
+    uv = " ".join(["uv pip install --python", shlex.quote(python), *dated, *build_tools])
     return PIP_INSTALL.sub(uv, cmd)
 
 
