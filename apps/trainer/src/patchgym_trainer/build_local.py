@@ -62,14 +62,14 @@ def write_report(report: BuildReport, out: Path) -> None:
         f"# build-local: {report.summary()}",
         "",
         "| task | repo | status | env | as of | shared | template MiB | env MiB | build s "
-        "| dropped | gate | reason |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| dropped | gate | image | reason |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for o in report.outcomes:
         lines.append(
             f"| {o.id} | {o.repo} | {o.status} | {o.env_key or ''} | {o.as_of or 'today'} "
             f"| {'yes' if o.env_shared else ''} | {_mib(o.template_bytes)} | {_mib(o.env_bytes)} "
-            f"| {o.build_s} | {len(o.network_tests)} | {o.gate} | {o.reason} |"
+            f"| {o.build_s} | {len(o.network_tests)} | {o.gate} | {o.image or ''} | {o.reason} |"
         )
     dropped = [(o.id, t, e) for o in report.outcomes for t, e in o.network_tests.items()]
     if dropped:
