@@ -201,3 +201,35 @@ def test_docker_images_validate_offline(built: Path, semver_mirror: Path, tmp_pa
     rows = [json.loads(x) for x in (tmp_path / "v" / "results.jsonl").read_text().splitlines()]
     assert code == 0, rows
     assert {r["patch"]: r["resolved"] for r in rows} == {"gold": True, "empty": False}
+
+
+def test_parity_gate_refuses_rows_that_would_not_grade(
+    built: Path, semver_mirror: Path, tmp_path: Path
+) -> None:
+    """A row whose empty patch passes a FAIL_TO_PASS test, and one whose gold patch fails a
+    kept test with no network error of its own, are unbuildable with the reason."""
+    p2p = json.loads(ROW["PASS_TO_PASS"])
+    bad = [
+        {**ROW, "instance_id": "semver-empty-passes", "FAIL_TO_PASS": json.dumps(p2p)},
+        {**ROW, "instance_id": "semver-gold-fails",
+         "PASS_TO_PASS": json.dumps([*p2p, "tests/test_subclass.py::test_not_there"])},
+    ]  # fmt: skip
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in bad))
+    code = run(
+        ["datasets", "build-local", "dataset=file", f"dataset.path={path}",
+         "--out", str(tmp_path / "o"), "--cache-dir", str(built / "cache"),
+         "--mirror", f"{ROW['repo']}={semver_mirror}", "--specs", str(HERE / "specs.yaml")]
+    )  # fmt: skip
+    assert code == 1
+    outcomes = json.loads((tmp_path / "o" / "report.json").read_text())["outcomes"]
+    reasons = {o["id"]: (o["status"], o["reason"]) for o in outcomes}
+    assert reasons["semver-empty-passes"] == (
+        "unbuildable",
+        "parity gate: empty patch passes 1 FAIL_TO_PASS tests: "
+        "tests/test_subclass.py::test_subclass_from_versioninfo",
+    )
+    status, reason = reasons["semver-gold-fails"]
+    assert status == "unbuildable" and reason.startswith("parity gate: gold fails 1 kept tests")
+    assert (tmp_path / "o" / "tasks.jsonl").read_text() == ""
+    assert (tmp_path / "o" / "logs" / "semver-gold-fails.gold.log.gz").is_file()
