@@ -156,10 +156,17 @@ def main() -> None:
             "n": args.n, "local_1_s": one_s, "local_n_s": n_s,
             "local_1_disk": one_disk, "local_n_disk": n_disk,
         }  # fmt: skip
+        console.print(
+            f"local: 1 row {one_s:.1f}s {one_disk / mib:.0f} MiB; {args.n} rows {n_s:.1f}s "
+            f"{n_disk / mib:.0f} MiB (time {n_s / one_s:.2f}x, disk {n_disk / one_disk:.2f}x)"
+        )
         local_ep = asyncio.run(episode(built[0], {"type": "local"}))
         summary["local_episode_s"] = local_ep
         if not args.no_docker:
             off_s, off_disk, off_tags = offline_images(built, work)
+            console.print(
+                f"--for docker, {args.n} rows: {off_s:.1f}s, {off_disk / mib:.0f} MiB unique"
+            )
             times, sizes = docker_images(built, console)
             table.add_row("docker --for docker (env image + row layers)", "", f"{off_s:.1f}", "",
                           f"{off_disk / mib:.0f}", "", "")  # fmt: skip
