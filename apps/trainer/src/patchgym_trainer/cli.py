@@ -231,6 +231,10 @@ def datasets_build_local(
     from patchgym_envs.localbuild import LocalBuildConfig
     from patchgym_trainer.build_local import build_local, parse_mirrors
 
+    if target not in ("local", "docker"):
+        from patchgym_trainer.errors import ConfigError
+
+        raise ConfigError(f"--for {target!r}: expected local or docker")
     cfg = compose(overrides or [])
     fields: dict[str, object] = {
         "out": out,
