@@ -2,10 +2,11 @@
 
 Not a test: prints numbers and ratios, never fails on them. N tasks of one repository (the
 semver 3.0.1 instance of apps/trainer/tests/localbuild, under N ids) are built with
-``patchgym datasets build-local``: the first builds the shared uv environment, the rest only
-check out a template. The Docker side builds what a per-task image must hold for the same
-rows (base image + repository + environment + interpreter), one image per task, and we
-compare build time and disk, then one gold episode's wall time on each backend.
+``patchgym datasets build-local``, once for 1 row and once for N rows, each from an empty
+cache: the mirror and the environment (one per spec, python and date) are shared, so N rows
+cost one environment plus N templates. With Docker: ``build-local --for docker`` (one
+environment image + a thin row layer each) against one self-contained image per row, as
+the harness's ``swebench/sweb.eval.*`` images are (sizes from ``docker image inspect``).
 
     uv run python bench/localbuild.py [--n 8] [--no-docker]
 """
@@ -89,6 +90,47 @@ async def episode(task: Task, sandbox: dict[str, object]) -> float:
     return time.monotonic() - t0
 
 
+def build_rows(work: Path, repo: Path, n: int) -> tuple[list[Task], float, int]:
+    """Build ``n`` rows from an empty cache: (tasks, seconds, bytes of mirror+env+templates)."""
+    cfg = LocalBuildConfig(
+        out=work / f"out{n}", cache_dir=work / f"cache{n}",
+        mirrors={"python-semver/python-semver": str(repo)}, specs=FIXTURE / "specs.yaml",
+    )  # fmt: skip
+    builder = LocalBuilder(cfg)
+    t0 = time.monotonic()
+    built = []
+    for task in rows(n):
+        outcome, local = builder.build_one(task)
+        assert local is not None, outcome
+        built.append(local)
+    secs = time.monotonic() - t0
+    return built, secs, disk_usage(cfg.cache_dir) + disk_usage(cfg.out)
+
+
+def image_size(tag: str) -> int:
+    done = subprocess.run(
+        ["docker", "image", "inspect", "-f", "{{.Size}}", tag],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return int(done.stdout.strip())
+
+
+def offline_images(tasks: list[Task], work: Path) -> tuple[float, int, list[str]]:
+    """``--for docker``: seconds, unique bytes (env image once + each row's own layer), tags."""
+    from patchgym_envs.localbuild.envs import EnvInfo
+    from patchgym_envs.localbuild.images import env_image, row_image
+
+    t0 = time.monotonic()
+    record = Path(tasks[0].metadata["local_env"]["path"]) / "env.json"
+    env = EnvInfo.model_validate_json(record.read_text())
+    env_tag = env_image(env, scratch=work)
+    tags = [row_image(t, env_tag, scratch=work) for t in tasks]
+    secs = time.monotonic() - t0
+    env_bytes = image_size(env_tag)
+    unique = env_bytes + sum(image_size(t) - env_bytes for t in tags)
+    return secs, unique, [env_tag, *tags]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=8)
@@ -96,59 +138,58 @@ def main() -> None:
     args = ap.parse_args()
     console = Console()
     work = Path(tempfile.mkdtemp(prefix="pg-bench-localbuild-"))
+    mib = 2**20
     try:
         repo = semver_repo(work)
-        cfg = LocalBuildConfig(
-            out=work / "out", cache_dir=work / "cache",
-            mirrors={"python-semver/python-semver": str(repo)}, specs=FIXTURE / "specs.yaml",
-        )  # fmt: skip
-        builder = LocalBuilder(cfg)
-        built, secs = [], []
-        for task in rows(args.n):
-            t0 = time.monotonic()
-            outcome, local = builder.build_one(task)
-            secs.append(time.monotonic() - t0)
-            assert local is not None, outcome
-            built.append(local)
-        env_bytes = disk_usage(Path(built[0].metadata["local_env"]["path"]))
-        tmpl_bytes = [disk_usage(Path(t.template or "")) for t in built]
-        local_disk = env_bytes + sum(tmpl_bytes)
-        table = Table(title=f"{args.n} tasks of one repository")
-        for col in ("approach", "first task s", "each further task s", "total build s", "disk MiB"):
+        _, one_s, one_disk = build_rows(work, repo, 1)
+        built, n_s, n_disk = build_rows(work, repo, args.n)
+        table = Table(
+            title=f"build-local: 1 row vs {args.n} rows of one repository (empty cache each)"
+        )
+        for col in ("approach", "1 row s", f"{args.n} rows s", "1 row MiB", f"{args.n} rows MiB",
+                    f"time {args.n}/1", f"disk {args.n}/1"):  # fmt: skip
             table.add_column(col)
-        mib = 2**20
-        table.add_row("local (shared uv env)", f"{secs[0]:.1f}", f"{sum(secs[1:]) / max(1, len(secs) - 1):.2f}",
-                      f"{sum(secs):.1f}", f"{local_disk / mib:.0f}")  # fmt: skip
+        table.add_row("local (mirror + one uv env + templates)", f"{one_s:.1f}", f"{n_s:.1f}",
+                      f"{one_disk / mib:.0f}", f"{n_disk / mib:.0f}", f"{n_s / one_s:.2f}x",
+                      f"{n_disk / one_disk:.2f}x")  # fmt: skip
         summary: dict[str, object] = {
-            "n": args.n,
-            "local_build_s": sum(secs),
-            "local_disk": local_disk,
-        }
+            "n": args.n, "local_1_s": one_s, "local_n_s": n_s,
+            "local_1_disk": one_disk, "local_n_disk": n_disk,
+        }  # fmt: skip
+        console.print(
+            f"local: 1 row {one_s:.1f}s {one_disk / mib:.0f} MiB; {args.n} rows {n_s:.1f}s "
+            f"{n_disk / mib:.0f} MiB (time {n_s / one_s:.2f}x, disk {n_disk / one_disk:.2f}x)"
+        )
         local_ep = asyncio.run(episode(built[0], {"type": "local"}))
         summary["local_episode_s"] = local_ep
         if not args.no_docker:
-            times, sizes = docker_images(built, console)
-            table.add_row("docker (image per task)", f"{times[0]:.1f}", f"{sum(times[1:]) / max(1, len(times) - 1):.2f}",
-                          f"{sum(times):.1f}", f"{sum(sizes) / mib:.0f} (apparent; shared base layer counted per image)")  # fmt: skip
-            docker_task = built[0].model_copy(
-                update={"image": f"patchgym-bench/{built[0].id.lower()}:latest", "template": None}
+            off_s, off_disk, off_tags = offline_images(built, work)
+            console.print(
+                f"--for docker, {args.n} rows: {off_s:.1f}s, {off_disk / mib:.0f} MiB unique"
             )
+            times, sizes = docker_images(built, console)
+            table.add_row("docker --for docker (env image + row layers)", "", f"{off_s:.1f}", "",
+                          f"{off_disk / mib:.0f}", "", "")  # fmt: skip
+            table.add_row("docker, one self-contained image per row", f"{times[0]:.1f}",
+                          f"{sum(times):.1f}", f"{sizes[0] / mib:.0f}", f"{sum(sizes) / mib:.0f}",
+                          f"{sum(times) / times[0]:.2f}x", f"{sum(sizes) / sizes[0]:.2f}x")  # fmt: skip
+            docker_task = built[0].model_copy(update={"image": off_tags[1]})
             docker_ep = asyncio.run(episode(docker_task, {"type": "docker"}))
             summary.update(
-                docker_build_s=sum(times), docker_disk=sum(sizes), docker_episode_s=docker_ep
-            )
+                offline_images_s=off_s, offline_images_disk=off_disk,
+                per_row_images_s=sum(times), per_row_images_disk=sum(sizes),
+                docker_episode_s=docker_ep,
+            )  # fmt: skip
             console.print(table)
             console.print(
-                f"build time docker/local: {sum(times) / sum(secs):.2f}x; "
-                f"disk docker/local: {sum(sizes) / local_disk:.1f}x; "
-                f"gold episode local {local_ep:.2f}s vs docker {docker_ep:.2f}s "
-                f"(docker/local {docker_ep / local_ep:.2f}x)"
+                f"{args.n} rows: per-row images / offline images disk {sum(sizes) / off_disk:.1f}x; "
+                f"per-row images / local disk {sum(sizes) / n_disk:.1f}x; gold episode local "
+                f"{local_ep:.2f}s vs docker {docker_ep:.2f}s"
             )
-            for task in built:
-                subprocess.run(
-                    ["docker", "rmi", "-f", f"patchgym-bench/{task.id.lower()}:latest"],
-                    capture_output=True,
-                )
+            for tag in [*off_tags[1:], off_tags[0]] + [
+                f"patchgym-bench/{t.id.lower()}:latest" for t in built
+            ]:
+                subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
         else:
             console.print(table)
             console.print(f"gold episode on local: {local_ep:.2f}s")

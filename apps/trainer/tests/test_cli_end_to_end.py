@@ -69,6 +69,8 @@ def test_rollout_gold_policy_two_samples(tmp_path: Path) -> None:
     assert "resolve rate" in html and "sandbox-seconds" in html
     assert "(2 tasks)" in html and "(4 episodes)" in html
     assert (tmp_path / "phases.svg").read_text().startswith("<svg")
+    logs = sorted((tmp_path / "logs").glob("*.log.gz"))  # each grading's test log, kept
+    assert len(logs) == 4 and all(f"href='logs/{p.name}'" in html for p in logs)
 
 
 def test_preflight_ags_names_what_is_missing(

@@ -1,13 +1,16 @@
 """``patchgym datasets build-local``: the configured dataset as tasks the local backend runs
 without Docker (repository at base commit + a uv environment per install spec).
 
-Writes ``<out>/tasks.jsonl`` (only the rows that built), ``<out>/report.json`` and a
-per-row table ``<out>/report.md``; prints how many rows can run locally.
+Writes ``<out>/tasks.jsonl`` (only the rows that built and passed the parity gate),
+``<out>/report.json``, a per-row table ``<out>/report.md`` (with each environment's
+resolved versions and every dropped test's evidence) and the gate's test logs under
+``<out>/logs/``; prints how many rows can run locally.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 from pathlib import Path
 
@@ -23,7 +26,8 @@ from patchgym_envs.localbuild import (
     LocalBuilder,
     Outcome,
 )
-from patchgym_envs.localbuild.probe import probe_gold, without_network_tests
+from patchgym_envs.localbuild.images import for_docker
+from patchgym_envs.localbuild.probe import Gate, GateFailed, parity_gate
 from patchgym_sandbox import SandboxBackend, create_backend
 from patchgym_trainer.datasets import load_dataset
 from patchgym_trainer.errors import TrainerError
@@ -46,47 +50,95 @@ def _mib(n: int) -> str:
 
 def write_report(report: BuildReport, out: Path) -> None:
     (out / "report.json").write_text(
-        json.dumps([o.model_dump(mode="json") for o in report.outcomes], indent=1)
+        json.dumps(
+            {
+                "outcomes": [o.model_dump(mode="json") for o in report.outcomes],
+                "envs": {k: e.model_dump(mode="json") for k, e in report.envs.items()},
+            },
+            indent=1,
+        )
     )
     lines = [
         f"# build-local: {report.summary()}",
         "",
-        "| task | repo | status | env | shared | template MiB | env MiB | build s | network tests | reason |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| task | repo | status | env | as of | shared | template MiB | env MiB | build s "
+        "| dropped | gate | image | reason |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for o in report.outcomes:
         lines.append(
-            f"| {o.id} | {o.repo} | {o.status} | {o.env_key or ''} | {'yes' if o.env_shared else ''} "
-            f"| {_mib(o.template_bytes)} | {_mib(o.env_bytes)} | {o.build_s} "
-            f"| {', '.join(o.network_tests)} | {o.reason} |"
+            f"| {o.id} | {o.repo} | {o.status} | {o.env_key or ''} | {o.as_of or 'today'} "
+            f"| {'yes' if o.env_shared else ''} | {_mib(o.template_bytes)} | {_mib(o.env_bytes)} "
+            f"| {o.build_s} | {len(o.network_tests)} | {o.gate} | {o.image or ''} | {o.reason} |"
         )
+    dropped = [(o.id, t, e) for o in report.outcomes for t, e in o.network_tests.items()]
+    if dropped:
+        lines += ["", "## Tests dropped as network-bound (each on its own evidence)", ""]
+        lines += ["| task | test | evidence |", "|---|---|---|"]
+        lines += [f"| {i} | {t} | {e.replace('|', '/')} |" for i, t, e in dropped]
+    for key, env in report.envs.items():
+        lines += ["", f"## Environment {key} (resolved as of {env.as_of or 'today'})", ""]
+        lines.append(", ".join(f"{n}=={v}" for n, v in sorted(env.packages.items())))
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
-async def probe_network(report: BuildReport, backend: SandboxBackend, console: Console) -> None:
-    """Run each built task's gold patch once; mark or drop tasks whose tests need the network."""
+def keep_logs(gate: Gate, out: Path) -> None:
+    logs = out / "logs"
+    logs.mkdir(exist_ok=True)
+    for kind, text in (("gold", gate.gold_log), ("empty", gate.empty_log)):
+        if text:
+            (logs / f"{gate.task.id}.{kind}.log.gz").write_bytes(gzip.compress(text.encode()))
+
+
+async def probe_network(
+    report: BuildReport, backend: SandboxBackend, console: Console, *, allow_drop: int, out: Path
+) -> None:
+    """The parity gate on each built task: drop network-bound tests (at most ``allow_drop``),
+    then gold must pass every kept test and empty fail every FAIL_TO_PASS."""
     outcomes = {o.id: o for o in report.outcomes}
     kept = []
     for task in report.tasks:
         outcome = outcomes[task.id]
         try:
-            found = await probe_gold(task, backend)
+            gate = await parity_gate(task, backend, allow_drop=allow_drop)
+        except GateFailed as exc:
+            keep_logs(exc.gate, out)
+            outcome.status, outcome.reason = "unbuildable", str(exc)
+            outcome.network_tests = exc.gate.network
+            outcome.gate = "failed"
+            continue
         except BuildFailed as exc:
             outcome.status, outcome.reason = "failed", f"probe: {exc}"
             continue
-        outcome.network_tests = sorted(found.network)
-        if set(found.network) & set(task.fail_to_pass):
-            outcome.status = "needs_network"
-            outcome.reason = f"FAIL_TO_PASS needs the network: {sorted(found.network)[:3]}"
+        keep_logs(gate, out)
+        outcome.network_tests = {**outcome.network_tests, **gate.network}
+        outcome.gate = gate.summary
+        if gate.network:
+            console.print(f"{task.id}: {len(gate.network)} tests need the network, dropped")
+        kept.append(gate.task)
+    report.tasks = kept
+
+
+def images_for(report: BuildReport, build: LocalBuildConfig) -> None:
+    """Give every built task its offline image (``FROM local/bookworm-py``); a row whose
+    image fails to build is reported failed and written nowhere."""
+    outcomes = {o.id: o for o in report.outcomes}
+    kept = []
+    for task in report.tasks:
+        outcome = outcomes[task.id]
+        env = report.envs[task.metadata["local_env"]["key"]]
+        try:
+            built = for_docker(task, env, scratch=build.cache_dir)
+        except BuildFailed as exc:
+            outcome.status, outcome.reason = "failed", f"image: {exc}"
             continue
-        if found.network:
-            console.print(f"{task.id}: {len(found.network)} tests need the network, marked")
-        kept.append(without_network_tests(task, found.network))
+        outcome.image = built.image
+        kept.append(built)
     report.tasks = kept
 
 
 def build_local(
-    cfg: AppConfig, build: LocalBuildConfig, console: Console, *, probe: bool = False
+    cfg: AppConfig, build: LocalBuildConfig, console: Console, *, probe: bool = True
 ) -> BuildReport:
     tasks = load_dataset(cfg.dataset).tasks
     if not tasks:
@@ -107,8 +159,14 @@ def build_local(
 
         report = builder.build(tasks, progress=advance)
     if probe and report.tasks:
-        console.print("probing: gold patch once per task, to find tests that need the network")
-        asyncio.run(probe_network(report, create_backend(cfg.sandbox), console))
+        console.print("parity gate: gold and empty patch once per task")
+        backend = create_backend(cfg.sandbox)
+        asyncio.run(
+            probe_network(report, backend, console, allow_drop=build.allow_drop, out=build.out)
+        )
+    if build.target == "docker" and report.tasks:
+        console.print("building offline docker images: one per environment, one per row")
+        images_for(report, build)
     write_jsonl(report.tasks, build.out / "tasks.jsonl")
     write_report(report, build.out)
     table = Table("task", "status", "env", "build s", "network tests", "reason")

@@ -277,16 +277,48 @@ def datasets_build_local(
         typer.Option("--cache-dir", help="mirrors and envs (default ~/.cache/patchgym)"),
     ] = None,
     probe: Annotated[
-        bool, typer.Option("--probe", help="run each gold patch once to find network-bound tests")
-    ] = False,
+        bool,
+        typer.Option(
+            "--probe/--no-probe",
+            help="parity gate: run gold and empty once per row; drop network-bound tests",
+        ),
+    ] = True,
+    target: Annotated[
+        str,
+        typer.Option(
+            "--for", help="local (templates + envs), or docker (also an offline image per row)"
+        ),
+    ] = "local",
+    allow_drop: Annotated[
+        int, typer.Option("--allow-drop", help="most network-bound tests one row may lose")
+    ] = 3,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="resolve unpinned requirements as of this date for every row "
+            "(default: each row's created_at; 'none': today)",
+        ),
+    ] = None,
 ) -> None:
     """Build the dataset's rows as local tasks: repo at base commit + a uv env, no Docker."""
     from patchgym_envs.localbuild import LocalBuildConfig
     from patchgym_trainer.build_local import build_local, parse_mirrors
     from patchgym_trainer.compose import compose
 
+    if target not in ("local", "docker"):
+        from patchgym_trainer.errors import ConfigError
+
+        raise ConfigError(f"--for {target!r}: expected local or docker")
     cfg = compose(overrides or [])
-    fields: dict[str, object] = {"out": out, "mirrors": parse_mirrors(mirror or []), "specs": specs}
+    fields: dict[str, object] = {
+        "out": out,
+        "mirrors": parse_mirrors(mirror or []),
+        "specs": specs,
+        "allow_drop": allow_drop,
+        "as_of": as_of,
+        "target": target,
+    }
     if python:
         fields["python"] = python
     if cache_dir:

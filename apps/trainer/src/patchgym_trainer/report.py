@@ -157,8 +157,11 @@ def write_html(
     rows: Sequence[Mapping[str, Any]],
     charts: Sequence[str] = (),
     notes: Sequence[str] = (),
+    links: Sequence[str] = (),
 ) -> Path:
-    """A single self-contained page: the summary, the SVG charts inline, notes, the table."""
+    """A single self-contained page: the summary, the SVG charts inline, notes, the table.
+    Cells of the ``links`` columns hold space-separated paths relative to the page, shown
+    as links."""
     esc = html.escape
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -180,10 +183,20 @@ def write_html(
     for row in rows:
         cls = esc(str(row.get("outcome", "")))
         parts.append(f"<tr class='{cls}'>")
-        parts += [f"<td>{esc(_cell(row.get(c)))}</td>" for c in columns]
+        parts += [
+            f"<td>{_links(row.get(c)) if c in links else esc(_cell(row.get(c)))}</td>"
+            for c in columns
+        ]
         parts.append("</tr>")
     parts.append("</table></body></html>")
     return write_text(path, "".join(parts))
+
+
+def _links(value: Any) -> str:
+    paths = str(value or "").split()
+    return " ".join(
+        f"<a href='{html.escape(p, quote=True)}'>{html.escape(Path(p).name)}</a>" for p in paths
+    )
 
 
 def _cell(value: Any) -> str:

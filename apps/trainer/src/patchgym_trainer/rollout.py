@@ -9,6 +9,7 @@ the config, adds pass@k for every k up to K (unbiased estimator), and writes the
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 from collections.abc import Sequence
@@ -29,6 +30,8 @@ from patchgym_agents import (
     rollout,
 )
 from patchgym_agents.rollout.summary import print_summary
+from patchgym_envs.localbuild.hints import not_runnable
+from patchgym_sandbox import create_backend
 from patchgym_trainer import report, tracing
 from patchgym_trainer.datasets import load_dataset
 from patchgym_trainer.errors import TrainerError
@@ -46,6 +49,8 @@ class TaskRow(BaseModel):
     steps: float
     tokens: int
     duration_s: float
+    logs: str = ""
+    """Grading test logs (gzip) of the task's episodes, relative to the output folder."""
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -110,12 +115,21 @@ async def run_rollout(
     """Roll out ``cfg.rollout``'s policy; ``run_id`` (else ``env.run_id``, else one derived
     from ``out_dir`` so a resumed run keeps it) labels every sandbox."""
     tasks = load_dataset(cfg.dataset).tasks
+    backend = create_backend(cfg.sandbox)
+    try:
+        unrunnable = not_runnable(tasks, backend)
+    finally:
+        await backend.aclose()
+    if unrunnable is not None:
+        raise TrainerError(unrunnable)
     policy = await make_policy(cfg)
     env = (
         cfg.env
         if run_id is None or cfg.env.run_id
         else cfg.env.model_copy(update={"run_id": run_id})
     )
+    if env.grading_logs is None:  # keep each grading's test log beside trajectories.jsonl
+        env = env.model_copy(update={"grading_logs": str(out_dir / "logs")})
     rc = RolloutConfig(
         env=env,
         tool_format=cfg.rollout.tool_format or cfg.agent.tool_format,
@@ -176,7 +190,15 @@ def load_results(out_dir: Path) -> list[EpisodeResult]:
     return list(latest.values())
 
 
-def task_rows(results: Sequence[EpisodeResult]) -> list[TaskRow]:
+def task_logs(out_dir: Path | None, task_id: str) -> str:
+    """The task's kept grading logs, as paths relative to ``out_dir``."""
+    if out_dir is None:
+        return ""
+    found = sorted((out_dir / "logs").glob(f"{glob.escape(task_id)}.*.log.gz"))
+    return " ".join(f"logs/{p.name}" for p in found)
+
+
+def task_rows(results: Sequence[EpisodeResult], out_dir: Path | None = None) -> list[TaskRow]:
     by_task: dict[str, list[EpisodeResult]] = {}
     for r in results:
         by_task.setdefault(r.task_id, []).append(r)
@@ -196,6 +218,7 @@ def task_rows(results: Sequence[EpisodeResult]) -> list[TaskRow]:
                 steps=sum(r.steps for r in rs) / len(rs),
                 tokens=sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in rs),
                 duration_s=round(sum(r.timings.total_s for r in rs), 2),
+                logs=task_logs(out_dir, task_id),
             )
         )
     return rows
@@ -208,7 +231,7 @@ def write_report(
     pk: dict[int, float],
     out_dir: Path,
 ) -> None:
-    rows = task_rows(results)
+    rows = task_rows(results, out_dir)
     chart = report.outcome_svg(  # counts what the table counts: tasks (samples summed)
         [r.task_id for r in rows],
         [r.outcome for r in rows],
@@ -249,4 +272,5 @@ def write_report(
         columns=list(TaskRow.model_fields),
         rows=[r.model_dump() for r in rows],
         charts=[chart, phases],
+        links=["logs"],
     )

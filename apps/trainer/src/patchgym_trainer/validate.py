@@ -2,7 +2,8 @@
 
 Runs each task of a dataset once per patch kind on the configured backend (a fresh
 sandbox each, through :func:`patchgym_envs.evaluate_patch`), shows a progress bar,
-prints a per-task table and writes ``results.jsonl``, ``chart.svg`` and ``report.html``.
+prints a per-task table and writes ``results.jsonl``, ``chart.svg``, ``report.html`` and
+each grading's test log (``logs/<task>.<patch>.log.gz``, linked from the report).
 A task *misbehaves* when the gold patch does not resolve it or the empty patch does;
 an infrastructure failure is reported apart (``infra``), never as the task's fault.
 """
@@ -21,10 +22,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from patchgym_envs import EnvConfig, Task, evaluate_patch
+from patchgym_envs.localbuild.hints import missing_image_hint, not_runnable
 from patchgym_sandbox import SandboxBackend, create_backend
 from patchgym_sandbox import labels as L
 from patchgym_trainer import report
 from patchgym_trainer.datasets import load_dataset
+from patchgym_trainer.errors import TrainerError
 from patchgym_trainer.outputs import kept_on_full_disk
 from patchgym_trainer.schema import AppConfig
 
@@ -51,6 +54,8 @@ class PatchResult(BaseModel):
     """R2E-Gym tasks: tests matching the reference run's recorded outcome (no F2P/P2P lists)."""
     executed_on: str | None = None
     """The Ray node that ran it (``run.executor=ray``)."""
+    log: str | None = None
+    """The test log, gzip, relative to the output folder (None: the tests never ran)."""
 
 
 class TaskResult(BaseModel):
@@ -60,6 +65,7 @@ class TaskResult(BaseModel):
     empty: str
     duration_s: float
     note: str = ""
+    logs: str = ""
 
 
 class ValidateSummary(BaseModel):
@@ -75,13 +81,24 @@ class ValidateSummary(BaseModel):
         return not self.misbehaving and not self.infra
 
 
+def log_name(task_id: str, kind: PatchKind) -> str:
+    return f"logs/{task_id}.{kind}.log.gz"
+
+
 async def evaluate_one(
-    task: Task, kind: PatchKind, backend: SandboxBackend, *, run_id: str, env: EnvConfig
+    task: Task,
+    kind: PatchKind,
+    backend: SandboxBackend,
+    *,
+    run_id: str,
+    env: EnvConfig,
+    out_dir: Path | None = None,
 ) -> PatchResult:
     patch = task.gold_patch if kind == "gold" else ""
     expected = kind == "gold"
     t0 = time.monotonic()
-    verdict = await evaluate_patch(task, patch, backend, run_id=run_id, env=env)
+    log_path = out_dir / log_name(task.id, kind) if out_dir is not None else None
+    verdict = await evaluate_patch(task, patch, backend, run_id=run_id, env=env, log_path=log_path)
     elapsed = time.monotonic() - t0
     if verdict.infra_error is not None:
         outcome: Outcome = "infra"
@@ -105,6 +122,7 @@ async def evaluate_one(
         f2p=f2p,
         p2p=p2p,
         expected=expected_tests,
+        log=log_name(task.id, kind) if log_path is not None and log_path.is_file() else None,
     )
 
 
@@ -132,6 +150,7 @@ def per_task(results: Sequence[PatchResult]) -> list[TaskResult]:
                 empty=cells.get("empty", "-"),
                 duration_s=round(sum(r.duration_s for r in rs), 3),
                 note="; ".join(notes)[:300],
+                logs=" ".join(r.log for r in rs if r.log),
             )
         )
     return rows
@@ -162,6 +181,10 @@ async def run_validate(
     tasks = load_dataset(cfg.dataset).tasks
     kinds: list[PatchKind] = list(cfg.validate_.patches)
     backend = create_backend(cfg.sandbox)
+    unrunnable = not_runnable(tasks, backend)
+    if unrunnable is not None:
+        await backend.aclose()
+        raise TrainerError(unrunnable)
     sem = asyncio.Semaphore(cfg.validate_.concurrency)
     remote = None
     if cfg.run.executor == "ray":
@@ -195,7 +218,9 @@ async def run_validate(
                     if remote is not None:
                         res = PatchResult.model_validate(await remote(task, kind, run_id))
                     else:
-                        res = await evaluate_one(task, kind, backend, run_id=run_id, env=cfg.env)
+                        res = await evaluate_one(
+                            task, kind, backend, run_id=run_id, env=cfg.env, out_dir=out_dir
+                        )
                 results.append(res)
                 bad = sum(r.outcome != "ok" for r in results)
                 progress.update(
@@ -212,6 +237,10 @@ async def run_validate(
     results.sort(key=lambda r: (order[r.task_id], kinds.index(r.patch)))
     rows = per_task(results)
     print_table(rows, console)
+    for r in results:  # the reason, not only "infra error", on the terminal
+        if r.infra_error:
+            why = missing_image_hint(r.infra_error, backend_name)
+            console.print(f"[yellow]{r.task_id} {r.patch}: infra error: {why}[/]", markup=True)
     summary = ValidateSummary(
         tasks=len(rows),
         ok=sum(r.outcome == "ok" for r in rows),
@@ -282,8 +311,9 @@ def write_report(
             "dataset": cfg.dataset.name,
             "sandbox": cfg.sandbox.type,
         },
-        columns=["task_id", "outcome", "gold", "empty", "duration_s", "note"],
+        columns=["task_id", "outcome", "gold", "empty", "duration_s", "note", "logs"],
         rows=[r.model_dump() for r in rows],
         charts=[chart],
         notes=notes,
+        links=["logs"],
     )

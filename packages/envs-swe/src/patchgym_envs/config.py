@@ -71,6 +71,9 @@ class EnvConfig(BaseModel):
     """Deepest nesting of an action's arguments (JSON arrays/objects)."""
     grading: GradingConfig = Field(default_factory=GradingConfig)
     """Grading options (``{"sandbox": "same"}`` to grade in the episode's sandbox)."""
+    grading_logs: str | None = None
+    """Folder where each grading's test log is kept (gzip, ``<task id>.<rollout>.log.gz``),
+    so any verdict can be regraded later; None keeps none."""
     reward: dict[str, Any] | None = None
     """Opt-in shaped reward (``{"type": "debug_gym", "step_penalty": 0.01}``); when set,
     ``step`` returns the shaped value and ``info`` carries both rewards."""

@@ -25,7 +25,9 @@ import asyncio
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any, Literal, Self
 
 from patchgym_envs import blame, cleanup, grading, rllm_compat
@@ -446,6 +448,7 @@ class SWEEnv:
                     rollout_id=f"{self.task.id}-{self._idx}-grade"
                     if self._idx is not None
                     else None,
+                    log_path=self._log_path(),
                 )
             else:
                 verdict = await self._grade_same()
@@ -464,7 +467,9 @@ class SWEEnv:
         grading without the patch (the policy had the run of this sandbox)."""
         assert self.task is not None and self._sandbox is not None
         try:
-            verdict = await grading.grade(self.task, self._sandbox, patch=self._patch)
+            verdict, log = await grading.grade_logged(self.task, self._sandbox, patch=self._patch)
+            if (path := self._log_path()) is not None and log:
+                grading.keep_log(path, log)
             await ensure_alive(self._sandbox)
         except (InfraError, *blame.SANDBOX_FILE_ERRORS) as exc:
             verdict = Verdict.infra(f"{type(exc).__name__}: {exc}")
@@ -487,6 +492,13 @@ class SWEEnv:
             f"patch: {verdict.infra_error}",
             grading_sandbox="same",
         )
+
+    def _log_path(self) -> Path | None:
+        """Where this episode's grading log is kept (``EnvConfig.grading_logs``)."""
+        if self.config.grading_logs is None or self.task is None:
+            return None
+        name = f"{self.task.id}.{self._idx if self._idx is not None else uuid.uuid4().hex[:8]}"
+        return Path(self.config.grading_logs) / f"{name}.log.gz"
 
     def _reward(self) -> float:
         if self._verdict is None or self._infra_error is not None:

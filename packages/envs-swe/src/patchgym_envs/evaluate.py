@@ -7,6 +7,8 @@ hidden tests.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from patchgym_envs import grading
 from patchgym_envs.blame import SANDBOX_FILE_ERRORS, policy_failure, still_present
 from patchgym_envs.config import EnvConfig
@@ -26,6 +28,7 @@ async def evaluate_patch(
     rollout_id: str | None = None,
     env: EnvConfig | None = None,
     blame_patch: bool = False,
+    log_path: Path | None = None,
 ) -> Verdict:
     """Create a sandbox for ``task``, apply ``patch``, grade, close. Never leaks the sandbox.
 
@@ -36,7 +39,7 @@ async def evaluate_patch(
     ``blame_patch`` (episode grading): a failure after the patch is applied (the sandbox
     lost, hidden tests that cannot be staged) is graded again without the patch, and when
     that control succeeds the failure was the patch's: RESOLVED_NO with the reason
-    (:mod:`blame`).
+    (:mod:`blame`). ``log_path``: keep the test log there (gzip) when the tests ran.
     """
     if env is not None:
         updates = {"python": python or env.python, "run_id": run_id or env.run_id}
@@ -58,7 +61,9 @@ async def evaluate_patch(
                 rejected=f"patch did not apply: {output[-1000:].strip()}",
                 grading_sandbox="fresh",
             )
-        verdict = await grading.grade(task, sandbox, patch=patch)
+        verdict, log = await grading.grade_logged(task, sandbox, patch=patch)
+        if log_path is not None and log:
+            grading.keep_log(log_path, log)
         await ensure_alive(sandbox)
         verdict = verdict.model_copy(update={"grading_sandbox": "fresh"})
     except (InfraError, *SANDBOX_FILE_ERRORS) as exc:

@@ -6,7 +6,9 @@ the hidden tests in the sandbox only when grading runs, after the agent is done.
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from patchgym_envs.errors import RowError
@@ -35,6 +37,8 @@ __all__ = [
     "check_expected_output",
     "check_reward_config",
     "grade",
+    "grade_logged",
+    "keep_log",
     "parser_for",
     "plan_for",
     "shaped",
@@ -80,6 +84,26 @@ def plan_for(task: Task) -> GradingPlan:
 async def grade(task: Task, sandbox: SandboxLike, *, patch: str | None = None) -> Verdict:
     """Run the task's plan in ``sandbox`` (hidden tests staged now) and return the verdict."""
     return await plan_for(task).grade(sandbox, patch=patch)
+
+
+async def grade_logged(
+    task: Task, sandbox: SandboxLike, *, patch: str | None = None
+) -> tuple[Verdict, str]:
+    """:func:`grade`, and the test log it read ("" when the run never started)."""
+    plan = plan_for(task)
+    run = await plan.run(sandbox)
+    if isinstance(run, Verdict):
+        return run, ""
+    verdict = plan.grade_run(run, patch=patch)
+    if run.reverted:
+        verdict = verdict.model_copy(update={"reverted": run.reverted})
+    return verdict, run.log
+
+
+def keep_log(path: Path, log: str) -> None:
+    """Write a grading's test log, gzip-compressed (the folder is made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(log.encode("utf-8", "surrogateescape")))
 
 
 def check_reward_config(config: Mapping[str, Any]) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from patchgym_envs import ConversionReport, Task
 from patchgym_envs.errors import DatasetError
+from patchgym_envs.localbuild.hints import build_command
 from patchgym_envs.sandboxes import spec_for
 from patchgym_sandbox import BackendConfig, SandboxError, load_config
 from patchgym_trainer.datasets import dataset_source, load_dataset
@@ -114,7 +115,8 @@ async def images(cfg: BackendConfig | None, tasks: list[Task], *, timeout_s: flo
             status="fail",
             detail=f"{sum(not w for w in wanted)} tasks name nothing the {cfg.type} backend "
             "can provision from (an image, or a template folder for the local backend)",
-            fix="pick the sandbox backend the dataset was built for",
+            fix="pick the sandbox backend the dataset was built for; SWE-bench rows: "
+            + build_command(cfg.type),
         )
     refs = sorted({w for w in wanted if w})
     try:
@@ -137,7 +139,8 @@ async def images(cfg: BackendConfig | None, tasks: list[Task], *, timeout_s: flo
             name="images",
             status="fail",
             detail=f"{len(report.missing)}/{len(refs)} images unavailable (first: {first[0]}: {first[1]})",
-            fix="build or push the images, or let the backend pull them (sandbox.pull=missing)",
+            fix="build or push the images, or let the backend pull them (sandbox.pull=missing); "
+            "SWE-bench rows offline: " + build_command(cfg.type),
         )
     return Check(
         name="images",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -47,6 +48,13 @@ class LocalBuildConfig(BaseModel):
     """Build every environment with this Python instead of the spec's."""
     network_tests: dict[str, list[str]] = Field(default_factory=dict)
     """Task id -> tests known to download data at test time (marked on the task)."""
+    as_of: str | None = None
+    """Resolve unpinned requirements as of this date for every row (default: each row's
+    ``created_at`` day); ``"none"`` resolves to today's releases."""
+    target: Literal["local", "docker"] = "local"
+    """``docker``: also build an offline image per row (``localbuild.images``)."""
+    allow_drop: int = Field(default=3, ge=0)
+    """The most tests the network probe may drop from one row before the row is refused."""
 
 
 class Outcome(BaseModel):
@@ -55,16 +63,24 @@ class Outcome(BaseModel):
     status: Literal["built", "unbuildable", "failed", "needs_network"]
     reason: str = ""
     env_key: str | None = None
+    as_of: str | None = None
     env_shared: bool = False
+    image: str | None = None
+    """The row's offline Docker image (``--for docker``)."""
     template_bytes: int = 0
     env_bytes: int = 0
     build_s: float = 0.0
-    network_tests: list[str] = Field(default_factory=list)
+    network_tests: dict[str, str] = Field(default_factory=dict)
+    """Tests dropped as network-bound -> the line of their own failure that shows it."""
+    gate: str = ""
+    """The parity gate's result (``--probe``): gold passes every kept test, empty fails
+    every FAIL_TO_PASS, or why not."""
 
 
 class BuildReport(BaseModel):
     outcomes: list[Outcome] = Field(default_factory=list)
     tasks: list[Task] = Field(default_factory=list)
+    envs: dict[str, EnvInfo] = Field(default_factory=dict)
 
     @property
     def built(self) -> int:
@@ -81,12 +97,34 @@ class BuildReport(BaseModel):
         )
 
 
+def resolution_date(task: Task, override: str | None) -> str | None:
+    """The instant unpinned requirements resolve at: the override, else the start of the
+    row's ``created_at`` day (UTC) so rows of one day share an environment."""
+    if override is not None:
+        return None if override.lower() == "none" else override
+    if not task.created_at:
+        return None
+    try:
+        when = datetime.fromisoformat(task.created_at.replace("Z", "+00:00"))
+    except ValueError:
+        raise Unbuildable(
+            f"created_at {task.created_at!r} is not an ISO date (give --as-of)"
+        ) from None
+    when = when.astimezone(UTC) if when.tzinfo else when
+    return when.strftime("%Y-%m-%dT00:00:00Z")
+
+
 def local_task(task: Task, spec: EnvSpec, env: EnvInfo, template: Path) -> Task:
     paths = [*task.test_files, *task.new_test_files]
     script = eval_script(task.repo, paths, test_cmd=spec.test_command, activate=False)
     metadata = {
         **task.metadata,
-        "local_env": {"key": env.key, "path": env.path, "base_prefix": env.base_prefix},
+        "local_env": {
+            "key": env.key,
+            "path": env.path,
+            "base_prefix": env.base_prefix,
+            "as_of": env.as_of,
+        },
     }
     return task.model_copy(
         update={
@@ -111,11 +149,15 @@ class LocalBuilder:
         self.table = load_specs(cfg.specs)
         self.repos = RepoCache(cfg.cache_dir, cfg.mirrors)
         self.envs = EnvBuilder(cfg.cache_dir, python_override=cfg.python)
+        self.seen_envs: dict[str, EnvInfo] = {}
 
     def spec_for(self, task: Task) -> EnvSpec:
         spec = self.table.lookup(task.repo, task.version)
         if spec is None:
-            raise Unbuildable(f"no install spec for {task.repo} version {task.version!r}")
+            raise Unbuildable(
+                f"no install spec for {task.repo} version {task.version!r} "
+                f"(give one with --specs FILE; table: {self.table.source})"
+            )
         reason = buildable(spec)
         if reason:
             raise Unbuildable(reason)
@@ -132,16 +174,19 @@ class LocalBuilder:
             template = self.repos.checkout(
                 task.repo, task.base_commit, self.cfg.out / "templates" / task.id
             )
-            key = spec.key(task.repo)
-            out.env_shared = self.envs.get(key) is not None
-            env = self.envs.build(spec, task.repo, template, task.workdir)
+            as_of = resolution_date(task, self.cfg.as_of)
+            out.env_shared = self.envs.get(self.envs.key(spec, task.repo, as_of)) is not None
+            env = self.envs.build(spec, task.repo, template, task.workdir, as_of)
+            self.seen_envs[env.key] = env
         except Unbuildable as exc:
             return out.model_copy(update={"status": "unbuildable", "reason": str(exc)}), None
         except BuildFailed as exc:
             return out.model_copy(update={"status": "failed", "reason": str(exc)}), None
         declared = {t: "declared in config" for t in self.cfg.network_tests.get(task.id, [])}
         built = without_network_tests(local_task(task, spec, env, template), declared)
+        out.network_tests = declared
         out.env_key = env.key
+        out.as_of = env.as_of
         out.env_bytes = env.disk_bytes
         out.template_bytes = disk_usage(template)
         out.build_s = round(time.monotonic() - t0, 2)
@@ -158,4 +203,5 @@ class LocalBuilder:
                 report.tasks.append(built)
             if progress is not None:
                 progress(outcome)
+        report.envs.update(self.seen_envs)
         return report

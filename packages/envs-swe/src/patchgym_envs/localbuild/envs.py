@@ -1,7 +1,10 @@
-"""Content-addressed test environments built with uv.
+"""Content-addressed test environments built with uv, pinned in time.
 
-An environment is keyed by (repository, spec): every task of a repository whose spec is
-equal shares one. It is built in place under a lock and counts as built only once its
+An environment is keyed by (repository, spec, interpreter, resolution date): every task of
+a repository whose spec, ``--python`` and date are equal shares one. Every requirement the
+spec does not pin resolves as of that date (uv's ``--exclude-newer``), the repository's
+own ``pip install`` included (run through uv with the same date), so a row from 2020 gets
+the pytest of 2020, not today's. It is built in place under a lock and counts as built only once its
 ``env.json`` record exists, so an interrupted build is removed and redone, never used.
 The repository's own install (``pip install -e .``) runs against the first task's
 template; its paths are then rewritten to the task ``workdir`` (where the working copy is
@@ -11,14 +14,17 @@ mounted inside an isolated sandbox), so the editable install serves every task's
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from patchgym_envs.localbuild.errors import BuildFailed
 from patchgym_envs.localbuild.pythons import find_python, prefix_of
@@ -26,6 +32,10 @@ from patchgym_envs.localbuild.specs import EnvSpec
 
 RECORD = "env.json"
 CONDA_PIN = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)=([^=<>!].*)$")
+EXACT_PIN = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)\s*===?\s*[^,;]+$")
+PIP_INSTALL = re.compile(r"\b(?:python3?\s+-m\s+)?pip3?\s+install\b")
+FAR_FUTURE = "2999-01-01T00:00:00Z"
+SEED = ("pip", "setuptools", "wheel")
 REWRITE_GLOBS = ("*.pth", "*.egg-link", "__editable__*.py", "*.dist-info/direct_url.json")
 
 
@@ -38,6 +48,31 @@ class EnvInfo(BaseModel):
     """The installation the interpreter runs from (bound read-only into sandboxes)."""
     build_s: float
     disk_bytes: int
+    as_of: str | None = None
+    """Unpinned requirements resolved as of this instant (None: today's releases)."""
+    packages: dict[str, str] = Field(default_factory=dict)
+    """What the environment resolved to (``uv pip freeze``): name -> version or source."""
+
+
+def env_key(spec: EnvSpec, repo: str, python: str, as_of: str | None) -> str:
+    """Content address: repository, spec, the interpreter's ``major.minor`` and the date."""
+    blob = json.dumps({"spec": spec.key(repo), "python": python, "as_of": as_of}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def pinned_names(requirements: list[str]) -> list[str]:
+    """Names the spec pins exactly (``name==x``): they keep their pin whatever the date."""
+    return [m.group(1).split("[")[0] for r in requirements if (m := EXACT_PIN.match(r.strip()))]
+
+
+def date_args(as_of: str | None, pinned: list[str]) -> list[str]:
+    if as_of is None:
+        return []
+    return [
+        "--exclude-newer",
+        as_of,
+        *(a for n in pinned for a in ("--exclude-newer-package", f"{n}={FAR_FUTURE}")),
+    ]
 
 
 def pip_names(packages: str) -> list[str]:
@@ -64,15 +99,23 @@ class EnvBuilder:
         self.root = root / "envs"
         self.python_override = python_override
 
+    def python_version(self, spec: EnvSpec) -> str:
+        return self.python_override or spec.python
+
     def python_for(self, spec: EnvSpec) -> str:
-        return find_python(self.python_override or spec.python)
+        return find_python(self.python_version(spec))
+
+    def key(self, spec: EnvSpec, repo: str, as_of: str | None) -> str:
+        return env_key(spec, repo, self.python_version(spec), as_of)
 
     def get(self, key: str) -> EnvInfo | None:
         record = self.root / key / RECORD
         return EnvInfo.model_validate_json(record.read_text()) if record.is_file() else None
 
-    def build(self, spec: EnvSpec, repo: str, template: Path, workdir: str) -> EnvInfo:
-        key = spec.key(repo)
+    def build(
+        self, spec: EnvSpec, repo: str, template: Path, workdir: str, as_of: str | None = None
+    ) -> EnvInfo:
+        key = self.key(spec, repo, as_of)
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / f"{key}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -82,28 +125,41 @@ class EnvBuilder:
             path = self.root / key
             shutil.rmtree(path, ignore_errors=True)  # an interrupted build, never used
             try:
-                return self._build(spec, key, path, template, workdir)
+                return self._build(spec, key, path, template, workdir, as_of)
             except BaseException:
                 shutil.rmtree(path, ignore_errors=True)
                 raise
 
-    def _build(self, spec: EnvSpec, key: str, path: Path, template: Path, workdir: str) -> EnvInfo:
+    def _build(
+        self,
+        spec: EnvSpec,
+        key: str,
+        path: Path,
+        template: Path,
+        workdir: str,
+        as_of: str | None,
+    ) -> EnvInfo:
         t0 = time.monotonic()
         base = self.python_for(spec)
-        run(["uv", "venv", "-q", "--seed", "--python", base, str(path)], "uv venv")
+        listed = pip_names(spec.packages) if spec.packages.strip() != "requirements.txt" else []
+        dated = date_args(as_of, pinned_names([*listed, *spec.pip_packages]))
+        seed = [] if dated else ["--seed"]
+        run(["uv", "venv", "-q", *seed, "--python", base, str(path)], "uv venv")
         python = str(path / "bin" / "python")
+        if dated:  # the era's pip/setuptools (today's setuptools has no pkg_resources)
+            uv_pip(python, *dated, *SEED)
         if spec.packages.strip() == "requirements.txt":
             reqs = [template / p for p in spec.requirements_paths if (template / p).is_file()]
             if not reqs:
                 raise BuildFailed(f"none of {spec.requirements_paths} exists in the repository")
-            uv_pip(python, "-r", str(reqs[0]), cwd=template)
-        elif spec.packages.strip():
-            uv_pip(python, *pip_names(spec.packages))
+            uv_pip(python, *dated, "-r", str(reqs[0]), cwd=template)
+        elif listed:
+            uv_pip(python, *dated, *listed)
         if spec.pip_packages:
-            uv_pip(python, *spec.pip_packages)
+            uv_pip(python, *dated, *spec.pip_packages)
         for cmd in (*spec.pre_install, spec.install, *spec.post_install):
             if cmd.strip():
-                shell(cmd, path, template)
+                shell(dated_pip(cmd, python, dated), path, template)
         relocate(path, str(template), workdir)
         info = EnvInfo(
             key=key,
@@ -112,6 +168,8 @@ class EnvBuilder:
             base_prefix=prefix_of(python),
             build_s=round(time.monotonic() - t0, 2),
             disk_bytes=disk_usage(path),
+            as_of=as_of,
+            packages=freeze(python),
         )
         (path / RECORD).write_text(info.model_dump_json(indent=1))
         return info
@@ -149,6 +207,30 @@ def uv_pip(python: str, *args: str, cwd: Path | None = None) -> None:
 
 def shell(cmd: str, env_path: Path, cwd: Path) -> None:
     run(["bash", "-c", cmd], repr(cmd.strip()[:120]), cwd=cwd, env=build_env_vars(env_path))
+
+
+def dated_pip(cmd: str, python: str, dated: list[str]) -> str:
+    """``pip install`` in a spec command, run by uv with the same resolution date; only the
+    build tools (setuptools, wheel) are today's, so a 2020 ``setup.py`` builds editable
+    (PEP 660) while the environment keeps its era's setuptools at run time."""
+    if not dated:
+        return cmd
+    build_tools = [a for t in SEED[1:] for a in ("--exclude-newer-package", f"{t}={FAR_FUTURE}")]
+    uv = " ".join(["uv pip install --python", shlex.quote(python), *dated, *build_tools])
+    return PIP_INSTALL.sub(uv, cmd)
+
+
+def freeze(python: str) -> dict[str, str]:
+    done = subprocess.run(
+        ["uv", "pip", "freeze", "--python", python], capture_output=True, text=True, check=False
+    )
+    out: dict[str, str] = {}
+    for line in done.stdout.splitlines():
+        name, sep, version = line.partition("==")
+        if not sep:
+            name, _, version = line.partition(" @ ")
+        out[name.strip()] = version.strip()
+    return out
 
 
 def relocate(env_path: Path, old: str, new: str) -> None:

@@ -55,7 +55,12 @@ class RepoCache:
             if not (path / "HEAD").is_file():
                 tmp = Path(tempfile.mkdtemp(prefix=".mirror-", dir=path.parent))
                 try:
-                    git("clone", "-q", "--mirror", self.source(repo), str(tmp / "m.git"))
+                    try:
+                        git("clone", "-q", "--mirror", self.source(repo), str(tmp / "m.git"))
+                    except BuildFailed as exc:
+                        raise BuildFailed(
+                            f"{exc} (offline? give a local copy: --mirror {repo}=PATH)"
+                        ) from None
                     (tmp / "m.git").rename(path)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
