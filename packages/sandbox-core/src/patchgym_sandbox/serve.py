@@ -15,6 +15,9 @@ path of a file that holds it.
 Wire format, one line each way, ``<rid>`` a client-chosen token without spaces:
   in:  ``<rid> R <b64 json request>``  (``patchgym_sandbox.remote.encode_request``)
        ``<rid> K <var> <token>``       kill every process whose environment has var=token
+       ``<rid> F <var> <token>``       kill the foreground job of the interactive shell
+                                       whose environment has var=token (a session's
+                                       interrupt past Ctrl-C, ``kill_foreground``)
   out: ``- READY <pid>``               once, when the server is up
        ``<rid> <supervisor frame>``    (``1 <b64>``, ``2 <b64>``, ``D ...``, ``X <json>``)
 When stdin closes (the client went away) every running command is killed and it exits.
@@ -91,6 +94,7 @@ class Server:
         # type: (Dict[str, Any], Any, Any) -> None
         self.supervise = sup["supervise"]
         self.kill_tree = sup["kill_tree"]
+        self.kill_foreground = sup["kill_foreground"]
         self.inp = inp
         self.out = out
         self.lock = threading.Lock()
@@ -143,9 +147,13 @@ class Server:
             with self.running_lock:
                 self.running[rid] = t
             t.start()
-        elif op == b"K":
+        elif op in (b"K", b"F"):
             var, _, token = arg.partition(b" ")
-            k = threading.Thread(target=self.kill_tree, args=(None, var.decode(), token.decode()))
+            if op == b"K":
+                target, args = self.kill_tree, (None, var.decode(), token.decode())
+            else:
+                target, args = self.kill_foreground, (var.decode(), token.decode())
+            k = threading.Thread(target=target, args=args)
             k.daemon = True
             k.start()
 

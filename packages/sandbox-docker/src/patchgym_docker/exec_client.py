@@ -98,12 +98,14 @@ class ExecServerConnection(ServerClient):
             raise ServerGone(str(exc)) from exc
         return done
 
-    async def kill(self, var: str, token: str) -> bool:
-        """Ask the server to kill processes carrying ``var=token``; False if it is gone."""
+    async def kill(self, var: str, token: str, *, foreground: bool = False) -> bool:
+        """Ask the server to kill processes carrying ``var=token`` (``foreground``: only the
+        foreground job of the interactive shell carrying it); False if it is gone."""
         if not self.alive:
             return False
+        line = (remote.server_kill_foreground if foreground else remote.server_kill)(var, token)
         try:
-            await self._run_blocking(lambda: self._send(remote.server_kill(var, token)))
+            await self._run_blocking(lambda: self._send(line))
         except OSError:
             return False
         return True
