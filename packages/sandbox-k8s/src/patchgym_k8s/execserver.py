@@ -117,6 +117,16 @@ class ExecServer(ServerClient):
             return True
         return False
 
+    def kill_foreground(self, var: str, token: str) -> bool:
+        """Kill the foreground job of the interactive shell carrying ``var=token``; False
+        when the server is gone."""
+        if not self.alive:
+            return False
+        with contextlib.suppress(OSError):
+            self._post(remote.server_kill_foreground(var, token))
+            return True
+        return False
+
     def close(self) -> None:
         """End the stream: the server sees EOF, kills what still runs and exits."""
         if self._stop:
