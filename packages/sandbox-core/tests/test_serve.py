@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from patchgym_sandbox.remote import (
     supervisor_source,
 )
 from patchgym_sandbox.sandbox import ExecRequest
+from patchgym_sandbox.testing.waits import eventually_sync
 
 PY36 = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions/3.6.15/bin/python3.6"
 INTERPRETERS = [
@@ -62,6 +62,10 @@ def start(python: str, tmp_path: Path) -> subprocess.Popen[bytes]:
     assert proc.stdin is not None and proc.stdout is not None
     assert proc.stdout.readline().startswith(SERVER_READY)
     return proc
+
+
+def running(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
 
 
 def send(proc: subprocess.Popen[bytes], *lines: bytes) -> None:
@@ -118,14 +122,14 @@ def test_kill_line_and_eof_kill_running_commands(tmp_path: Path) -> None:
     ]
     proc = start(sys.executable, tmp_path)
     send(proc, lines[0])
-    time.sleep(0.5)
+    assert eventually_sync(lambda: running(marker)), "the command never started"
     send(proc, lines[1])
     assert (
         collect(proc, {b"a"})[b"a"].result().exit_code == 137
     )  # SIGKILLed by the K line, well before 30 s
     # a second command still running when stdin closes dies with the server
     send(proc, server_request("b", request(f"exec -a {marker}-eof sleep 30")))
-    time.sleep(0.5)
+    assert eventually_sync(lambda: running(f"{marker}-eof")), "the command never started"
     assert proc.stdin is not None
     proc.stdin.close()
     proc.wait(timeout=20)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from patchgym_k8s import commands
 from patchgym_k8s.execstream import ExecStream, StreamOpenError
 from patchgym_sandbox.errors import InfraError, SessionError
+from patchgym_sandbox.offload import run_blocking
 from patchgym_sandbox.remote import SUPERVISOR_PATH, kill_foreground_argv
 from patchgym_sandbox.session import SHELL_ARGV, SHELL_ENV, ShellChannel
 
@@ -124,7 +125,7 @@ class K8sShellChannel(ShellChannel):
         self._stop = True
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
-        await asyncio.to_thread(self._thread.join, 5.0)
+        await run_blocking(self._thread.join, 5.0)
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
