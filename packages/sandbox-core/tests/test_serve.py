@@ -17,6 +17,7 @@ from patchgym_sandbox.remote import (
     SERVER_READY,
     FrameDecoder,
     server_kill,
+    server_kill_foreground,
     server_request,
     server_source,
     supervisor_source,
@@ -135,3 +136,35 @@ def test_kill_line_and_eof_kill_running_commands(tmp_path: Path) -> None:
     proc.wait(timeout=20)
     left = subprocess.run(["pgrep", "-f", f"{marker}-eof"], capture_output=True)
     assert left.returncode == 1, left.stdout
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+async def test_foreground_kill_line_ends_a_job_ignoring_int_and_quit(
+    python: str, tmp_path: Path
+) -> None:
+    """``F <var> <token>``: the server kills the foreground job of the interactive shell
+    carrying the token, never the shell (the remote backends' ``kill_foreground``)."""
+    from patchgym_sandbox.local.shell import PtyChannel
+    from patchgym_sandbox.session import ShellSession
+
+    token = f"pg-fg-{os.getpid()}-{python[-3:]}"
+    proc = start(python, tmp_path)
+
+    class ViaServer(PtyChannel):
+        async def kill_foreground(self) -> None:
+            send(proc, server_kill_foreground("PG_TEST_SHELL", token))
+
+    async def opener() -> PtyChannel:
+        env = {**os.environ, "PG_TEST_SHELL": token}
+        chan = await ViaServer.spawn(str(tmp_path), env)
+        return chan
+
+    try:
+        async with ShellSession(opener) as sh:
+            r = await sh.run("trap '' INT QUIT; cat", timeout=1)
+            assert r.timed_out and r.exit_code == 137, r
+            assert (await sh.run("echo alive")).output.strip() == "alive"
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=20)

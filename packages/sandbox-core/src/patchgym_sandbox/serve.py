@@ -149,10 +149,11 @@ class Server:
             t.start()
         elif op in (b"K", b"F"):
             var, _, token = arg.partition(b" ")
+            args = (var.decode(), token.decode())  # type: Tuple[Any, ...]
             if op == b"K":
-                target, args = self.kill_tree, (None, var.decode(), token.decode())
+                target, args = self.kill_tree, (None, *args)
             else:
-                target, args = self.kill_foreground, (var.decode(), token.decode())
+                target = self.kill_foreground
             k = threading.Thread(target=target, args=args)
             k.daemon = True
             k.start()
