@@ -152,7 +152,8 @@ async def test_foreground_kill_line_ends_a_job_ignoring_int_and_quit(
 
     class ViaServer(PtyChannel):
         async def kill_foreground(self) -> None:
-            send(proc, server_kill_foreground("PG_TEST_SHELL", token))
+            send(proc, server_kill_foreground("f1", "PG_TEST_SHELL", token))
+            assert collect(proc, {b"f1"})[b"f1"].result().exit_code == 0  # one job killed
 
     async def opener() -> PtyChannel:
         env = {**os.environ, "PG_TEST_SHELL": token}

@@ -42,10 +42,11 @@ def server_kill(var: str, token: str) -> bytes:
     return f"k K {var} {token}\n".encode()
 
 
-def server_kill_foreground(var: str, token: str) -> bytes:
+def server_kill_foreground(rid: str, var: str, token: str) -> bytes:
     """A line asking the exec server to kill the foreground job of the interactive shell
-    carrying ``var=token`` (see ``supervisor.kill_foreground``)."""
-    return f"k F {var} {token}\n".encode()
+    carrying ``var=token`` (see ``supervisor.kill_foreground``); it answers ``rid`` with a
+    status once done."""
+    return f"{rid} F {var} {token}\n".encode()
 
 
 KILL_FOREGROUND_SNIPPET = (

@@ -17,7 +17,8 @@ Wire format, one line each way, ``<rid>`` a client-chosen token without spaces:
        ``<rid> K <var> <token>``       kill every process whose environment has var=token
        ``<rid> F <var> <token>``       kill the foreground job of the interactive shell
                                        whose environment has var=token (a session's
-                                       interrupt past Ctrl-C, ``kill_foreground``)
+                                       interrupt past Ctrl-C), then answer ``<rid> X``:
+                                       the shell is typed to only once the job is dead
   out: ``- READY <pid>``               once, when the server is up
        ``<rid> <supervisor frame>``    (``1 <b64>``, ``2 <b64>``, ``D ...``, ``X <json>``)
 When stdin closes (the client went away) every running command is killed and it exits.
@@ -153,10 +154,19 @@ class Server:
             if op == b"K":
                 target, args = self.kill_tree, (None, *args)
             else:
-                target = self.kill_foreground
+                target, args = self.kill_foreground_for, (rid, *args)
             k = threading.Thread(target=target, args=args)
             k.daemon = True
             k.start()
+
+    def kill_foreground_for(self, rid, var, token):
+        # type: (bytes, str, str) -> None
+        """The ``F`` line: kill, then say so (exit 0 when a job was killed, 1 when none)."""
+        try:
+            killed = self.kill_foreground(var, token)
+        except Exception:
+            killed = 0
+        self.send(rid, b"X " + json.dumps(_status(0 if killed else 1)).encode())
 
     def serve(self):
         # type: () -> None

@@ -99,13 +99,19 @@ class ExecServerConnection(ServerClient):
         return done
 
     async def kill(self, var: str, token: str, *, foreground: bool = False) -> bool:
-        """Ask the server to kill processes carrying ``var=token`` (``foreground``: only the
-        foreground job of the interactive shell carrying it); False if it is gone."""
+        """Ask the server to kill processes carrying ``var=token``; False if it is gone.
+        ``foreground``: only the foreground job of the interactive shell carrying it, and
+        return once it is dead (the shell's next input must not reach the dying job)."""
         if not self.alive:
             return False
-        line = (remote.server_kill_foreground if foreground else remote.server_kill)(var, token)
+        if foreground:
+
+            async def send(line: bytes) -> None:
+                await self._run_blocking(lambda: self._send(line))
+
+            return await self._kill_foreground(f"f{next(self._ids)}", send, var, token)
         try:
-            await self._run_blocking(lambda: self._send(line))
+            await self._run_blocking(lambda: self._send(remote.server_kill(var, token)))
         except OSError:
             return False
         return True

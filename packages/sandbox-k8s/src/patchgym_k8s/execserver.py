@@ -117,15 +117,16 @@ class ExecServer(ServerClient):
             return True
         return False
 
-    def kill_foreground(self, var: str, token: str) -> bool:
-        """Kill the foreground job of the interactive shell carrying ``var=token``; False
-        when the server is gone."""
+    async def kill_foreground(self, var: str, token: str) -> bool:
+        """Kill the foreground job of the interactive shell carrying ``var=token`` and
+        return once it is dead; False when the server is gone or did not answer."""
         if not self.alive:
             return False
-        with contextlib.suppress(OSError):
-            self._post(remote.server_kill_foreground(var, token))
-            return True
-        return False
+
+        async def send(line: bytes) -> None:
+            self._post(line)
+
+        return await self._kill_foreground(f"f{uuid.uuid4().hex}", send, var, token)
 
     def close(self) -> None:
         """End the stream: the server sees EOF, kills what still runs and exits."""

@@ -115,7 +115,7 @@ class K8sShellChannel(ShellChannel):
         """SIGKILL the shell's foreground job: through the pod's exec server when it runs,
         else one exec of the supervisor's ``kill_foreground``."""
         server = self._sandbox._server_slot.current
-        if server is not None and server.kill_foreground(TOKEN_VAR, self._token):
+        if server is not None and await server.kill_foreground(TOKEN_VAR, self._token):
             return
         await self._sandbox._backend.call(self._exec_in_pod, kill_foreground_argv)
 
