@@ -11,6 +11,7 @@ import of something the member does not declare fails there, not in production.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -121,6 +122,51 @@ def tests_cgroup_v2(session: nox.Session) -> None:
     session.run(
         "bash", str(ROOT / "ci/engines/cgv2-guest.sh"), python, *session.posargs, external=True
     )
+
+
+STRESS_SUITES: dict[str, tuple[str, ...]] = {
+    "sandbox-core": (
+        "tests/test_local_conformance.py::TestLocalOverlay",
+        "tests/test_local_security.py",
+    ),
+    "sandbox-docker": (
+        "tests/test_docker_conformance.py::TestDockerConformance",
+        "tests/test_docker_security_suite.py",
+    ),
+    "sandbox-ags": (
+        "tests/test_conformance.py::TestE2bStandin",
+        "tests/test_security.py",
+    ),
+}
+"""Per member, the suites the ``stress`` session runs (its default configuration only)."""
+
+
+@nox.session(python=PYTHON)
+def stress(session: nox.Session) -> None:
+    """The conformance and security suites of local, docker and the e2b stand-in while
+    `stress-ng --cpu 2` keeps both cores busy: no outcome may depend on an idle machine."""
+    stress_ng = shutil.which("stress-ng")
+    if stress_ng is None:
+        session.error("stress-ng is not installed (Debian: apt-get install stress-ng)")
+    envs = Path(session.virtualenv.location)
+    load = subprocess.Popen([stress_ng, "--cpu", "2", "--timeout", "3600s", "--quiet"])
+    try:
+        for member, suites in STRESS_SUITES.items():
+            path, dist, _, extra = MEMBERS[member]
+            venv = envs / f"member-{member}"
+            session.run_install(
+                "uv", "sync", "--locked", "--package", dist, "--no-default-groups",
+                "--group", "test", *extra,
+                env={"UV_PROJECT_ENVIRONMENT": str(venv)}, external=True,
+            )  # fmt: skip
+            session.run(
+                str(venv / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider",
+                *(f"{ROOT / path}/{suite}" for suite in suites), *session.posargs,
+                external=True,
+            )  # fmt: skip
+    finally:
+        load.terminate()
+        load.wait(timeout=60)
 
 
 @nox.session(python=PYTHON)

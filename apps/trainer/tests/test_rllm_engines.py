@@ -19,31 +19,62 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.machinery
 import importlib.util
 import os
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-if os.environ.get("RLLM_SRC"):
-    sys.path.insert(0, os.environ["RLLM_SRC"])
+RLLM_SRC = os.environ.get("RLLM_SRC")
+
+
+def _import_problem(*modules: str) -> str | None:
+    """Why ``modules`` do not import (None: they do), probed in a child interpreter so
+    that collecting this file imports nothing: rLLM in ``sys.modules`` would change what
+    other test modules see (the registry tests' stand-in ``rllm``)."""
+    probe = "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)"
+    path = [p for p in (RLLM_SRC, os.environ.get("PYTHONPATH")) if p]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *modules], env=env, capture_output=True, text=True
+    )
+    if done.returncode == 0:
+        return None
+    return (done.stderr.strip().splitlines() or ["(no output)"])[-1]
 
 
 def _rllm_problem() -> str | None:
-    if importlib.util.find_spec("rllm") is None:
+    path = [RLLM_SRC, *sys.path] if RLLM_SRC else None
+    if importlib.machinery.PathFinder.find_spec("rllm", path) is None:
         return "rLLM is not importable: set RLLM_SRC=/path/to/rllm checkout (not on PyPI)"
-    try:
-        importlib.import_module("rllm.workflows.workflow")
-        importlib.import_module("rllm.environments.base.base_env")
-    except ImportError as exc:
-        return f"rLLM found but its dependencies do not import here: {exc}"
-    return None
+    problem = _import_problem("rllm.workflows.workflow", "rllm.environments.base.base_env")
+    return problem and f"rLLM found but its dependencies do not import here: {problem}"
 
 
 SKIP = _rllm_problem()
 pytestmark = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def rllm_importable() -> Iterator[None]:
+    """rLLM on ``sys.path`` for this module's tests only: what they imported from it (and
+    our adapters bound to it) is forgotten afterwards, so test order does not matter."""
+    before = set(sys.modules)
+    if RLLM_SRC:
+        sys.path.insert(0, RLLM_SRC)
+    try:
+        yield
+    finally:
+        if RLLM_SRC and RLLM_SRC in sys.path:
+            sys.path.remove(RLLM_SRC)
+        for name in set(sys.modules) - before:
+            if name.split(".")[0] == "rllm" or name.startswith("patchgym_trainer.rllm."):
+                del sys.modules[name]
 
 
 def has_module(name: str) -> bool:
@@ -142,11 +173,9 @@ def tokenizer() -> Any:
 # -- rLLM v0.2.x: AgentExecutionEngine ------------------------------------------------------
 
 
-@pytest.mark.skipif(
-    SKIP is None and not has_module("rllm.engine.agent_execution_engine"),
-    reason="this rLLM has no AgentExecutionEngine (v0.2.x only)",
-)
 def test_v02_agent_execution_engine(sandbox: dict[str, Any], tokenizer: Any) -> None:
+    if not has_module("rllm.engine.agent_execution_engine"):
+        pytest.skip("this rLLM has no AgentExecutionEngine (v0.2.x only)")
     from rllm.engine.agent_execution_engine import AgentExecutionEngine
     from scripted_policy_server import PolicyServer
 
@@ -300,13 +329,15 @@ def test_rllm_prompts_match_rllm_swe_agent() -> None:
 
 def test_registered_dataset_loads_through_rllm_registry(tmp_path: Path) -> None:
     """``patchgym datasets register`` output, read back by this rLLM's ``DatasetRegistry``."""
-    import subprocess
     import uuid
+
+    if problem := _import_problem("rllm.data.dataset"):
+        pytest.skip(f"rLLM's DatasetRegistry does not import here (it needs polars): {problem}")
 
     name = f"pg_test_{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "RLLM_HOME": str(tmp_path / "home")}
-    if os.environ.get("RLLM_SRC"):
-        env["PYTHONPATH"] = os.pathsep.join([os.environ["RLLM_SRC"], env.get("PYTHONPATH", "")])
+    if RLLM_SRC:
+        env["PYTHONPATH"] = os.pathsep.join([RLLM_SRC, env.get("PYTHONPATH", "")])
     reg = [sys.executable, "-m", "patchgym_trainer", "datasets", "register", name]
     done = subprocess.run(reg, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

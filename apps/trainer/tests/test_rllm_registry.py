@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,11 +22,14 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def fake_rllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A stand-in ``rllm`` package folder (never imported: only located)."""
+    """A stand-in ``rllm`` package folder (never imported: only located), found first
+    even when a real rLLM was imported earlier in this process."""
     pkg = tmp_path / "site" / "rllm"
     (pkg / "data").mkdir(parents=True)
     (pkg / "__init__.py").write_text("raise ImportError('must not be imported')\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    for name in [m for m in sys.modules if m.split(".")[0] == "rllm"]:
+        monkeypatch.delitem(sys.modules, name)
     return pkg
 
 

@@ -12,6 +12,8 @@ import pytest
 from conftest import API_KEY
 from e2b import AsyncSandbox, SandboxQuery
 
+from patchgym_sandbox.testing.waits import eventually
+
 
 @pytest.fixture
 async def sbx(standin: Any) -> AsyncIterator[AsyncSandbox]:
@@ -39,10 +41,7 @@ async def test_background_stdin_list_connect_kill(sbx: AsyncSandbox) -> None:
     await sbx.commands.send_stdin(h.pid, "hello\n")
     assert h.pid in [p.pid for p in await sbx.commands.list()]
     other = await sbx.commands.connect(h.pid)
-    for _ in range(200):
-        if "got hello" in (h.stdout or ""):
-            break
-        await asyncio.sleep(0.05)
+    assert await eventually(lambda: "got hello" in (h.stdout or ""))
     assert await sbx.commands.kill(h.pid)
     with pytest.raises(e2b.CommandExitException):
         await h.wait()
@@ -82,10 +81,7 @@ async def test_watch_dir(sbx: AsyncSandbox) -> None:
     events: list[Any] = []
     handle = await sbx.files.watch_dir("/testbed", on_event=events.append)
     await sbx.files.write("/testbed/new.txt", "x")
-    for _ in range(50):
-        if events:
-            break
-        await asyncio.sleep(0.1)
+    await eventually(lambda: any(e.name == "new.txt" for e in events))
     await handle.stop()
     assert any(e.name == "new.txt" for e in events)
 

@@ -22,6 +22,7 @@ from patchgym_sandbox import (
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.local.backend import LocalSandbox
 from patchgym_sandbox.testing.security import host_processes_with
+from patchgym_sandbox.testing.waits import eventually
 
 
 @pytest.fixture
@@ -152,14 +153,10 @@ async def test_sandboxes_share_one_cpu_group_apart_from_the_driver(
         assert isinstance(sb, LocalSandbox)
         cpu = [d for d in sb.cgroup_dirs if d.is_relative_to(parent)]
         assert cpu, sb.cgroup_dirs
-        running = asyncio.create_task(sb.exec("sleep 120"))
-        deadline = asyncio.get_running_loop().time() + 60  # generous: slow guests, loaded hosts
-        while True:
-            inside = cgroups.pids(cpu)
-            if len(inside) >= 2 or asyncio.get_running_loop().time() > deadline:
-                break  # the init and the command
-            await asyncio.sleep(0.05)
-        assert len(inside) >= 2, inside
+        running = asyncio.create_task(sb.exec("sleep 60"))
+        # the init and the command
+        assert await eventually(lambda: len(cgroups.pids(cpu)) >= 2), cgroups.pids(cpu)
+        inside = cgroups.pids(cpu)
         assert os.getpid() not in inside  # the driver stays outside
         running.cancel()
     assert not any(d.exists() for d in cpu)
@@ -209,11 +206,9 @@ async def test_reap_removes_a_crashed_sandbox_and_its_processes(
     sb = backend.sandbox(SandboxSpec(template=str(template), run_id="crash"))
     async with sb.session() as sh:
         await sh.run(f"env -i setsid bash -c 'exec -a {marker} sleep 300' > /dev/null 2>&1 &")
-        await asyncio.sleep(0.3)
-        assert host_processes_with(marker)
+        assert await eventually(lambda: bool(host_processes_with(marker)))
         assert await backend.reap({"patchgym.run-id": "crash"}, expired=False)
-        await asyncio.sleep(0.2)
-        assert not host_processes_with(marker)
+        assert await eventually(lambda: not host_processes_with(marker))
     await sb.close()
     assert not list((tmp_path / "s").glob("pg-*"))
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,13 @@ from patchgym_sandbox.remote import (
     SERVER_READY,
     FrameDecoder,
     server_kill,
+    server_kill_foreground,
     server_request,
     server_source,
     supervisor_source,
 )
 from patchgym_sandbox.sandbox import ExecRequest
+from patchgym_sandbox.testing.waits import eventually_sync
 
 PY36 = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions/3.6.15/bin/python3.6"
 INTERPRETERS = [
@@ -62,6 +63,10 @@ def start(python: str, tmp_path: Path) -> subprocess.Popen[bytes]:
     assert proc.stdin is not None and proc.stdout is not None
     assert proc.stdout.readline().startswith(SERVER_READY)
     return proc
+
+
+def running(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
 
 
 def send(proc: subprocess.Popen[bytes], *lines: bytes) -> None:
@@ -118,16 +123,49 @@ def test_kill_line_and_eof_kill_running_commands(tmp_path: Path) -> None:
     ]
     proc = start(sys.executable, tmp_path)
     send(proc, lines[0])
-    time.sleep(0.5)
+    assert eventually_sync(lambda: running(marker)), "the command never started"
     send(proc, lines[1])
     assert (
         collect(proc, {b"a"})[b"a"].result().exit_code == 137
     )  # SIGKILLed by the K line, well before 30 s
     # a second command still running when stdin closes dies with the server
     send(proc, server_request("b", request(f"exec -a {marker}-eof sleep 30")))
-    time.sleep(0.5)
+    assert eventually_sync(lambda: running(f"{marker}-eof")), "the command never started"
     assert proc.stdin is not None
     proc.stdin.close()
     proc.wait(timeout=20)
     left = subprocess.run(["pgrep", "-f", f"{marker}-eof"], capture_output=True)
     assert left.returncode == 1, left.stdout
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+async def test_foreground_kill_line_ends_a_job_ignoring_int_and_quit(
+    python: str, tmp_path: Path
+) -> None:
+    """``F <var> <token>``: the server kills the foreground job of the interactive shell
+    carrying the token, never the shell (the remote backends' ``kill_foreground``)."""
+    from patchgym_sandbox.local.shell import PtyChannel
+    from patchgym_sandbox.session import ShellSession
+
+    token = f"pg-fg-{os.getpid()}-{python[-3:]}"
+    proc = start(python, tmp_path)
+
+    class ViaServer(PtyChannel):
+        async def kill_foreground(self) -> None:
+            send(proc, server_kill_foreground("f1", "PG_TEST_SHELL", token))
+            assert collect(proc, {b"f1"})[b"f1"].result().exit_code == 0  # one job killed
+
+    async def opener() -> PtyChannel:
+        env = {**os.environ, "PG_TEST_SHELL": token}
+        chan = await ViaServer.spawn(str(tmp_path), env)
+        return chan
+
+    try:
+        async with ShellSession(opener) as sh:
+            r = await sh.run("trap '' INT QUIT; cat", timeout=1)
+            assert r.timed_out and r.exit_code == 137, r
+            assert (await sh.run("echo alive")).output.strip() == "alive"
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=20)

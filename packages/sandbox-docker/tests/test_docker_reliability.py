@@ -26,6 +26,7 @@ from patchgym_sandbox import (
     create_backend,
 )
 from patchgym_sandbox import labels as L
+from patchgym_sandbox.testing.waits import eventually
 
 Config = Callable[..., dict[str, Any]]
 HANG_GUARD_S = 60  # far above the expected seconds: catches hangs, never decides on speed
@@ -106,13 +107,10 @@ async def test_cancelled_exec_kills_its_processes(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    procs = processes(engine, sb.container_id)
-    for _ in range(100):  # the kill runs in the background
-        procs = processes(engine, sb.container_id)
-        if only_keepalive(procs):
-            break
-        await asyncio.sleep(0.1)
-    assert only_keepalive(procs), f"cancelled exec left: {procs}"
+    # the kill runs in the background
+    assert await eventually(lambda: only_keepalive(processes(engine, sb.container_id))), (
+        f"cancelled exec left: {processes(engine, sb.container_id)}"
+    )
 
 
 @pytest.mark.asyncio

@@ -7,7 +7,6 @@ default limits, refused host-sharing config) are checked on the container itself
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import threading
@@ -30,6 +29,7 @@ from patchgym_sandbox import (
     load_config,
     seccomp,
 )
+from patchgym_sandbox.testing.waits import eventually
 
 Config = Callable[..., dict[str, Any]]
 CANARY_VAR = "PATCHGYM_DRIVER_CANARY"
@@ -245,11 +245,18 @@ async def test_kill_driver_and_outlive_close(
         assert "done" in r.stdout, r.output  # the driver's pids are not in the container
         await s.exec(
             f"env -i /usr/bin/setsid /bin/bash -c 'exec -a {marker} sleep 600' >/dev/null 2>&1 & "
-            f"nohup bash -c '(exec -a {marker}-2 sleep 700 &)' >/dev/null 2>&1 & sleep 0.3"
+            f"nohup bash -c '(exec -a {marker}-2 sleep 700 &)' >/dev/null 2>&1 & "
+            # end only once the scrubbed one has escaped (no token, own session)
+            f"until cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -q '[{marker[0]}]{marker[1:]} 600'; "
+            "do sleep 0.1; done",
+            timeout=120,
         )
-        await asyncio.sleep(0.5)
-        procs = await s.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
-        assert marker in procs.stdout  # the scrubbed, setsid one outlived its exec
+
+        async def started() -> bool:
+            procs = await s.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
+            return f"{marker} " in procs.stdout
+
+        assert await eventually(started)  # the scrubbed, setsid one outlived its exec
     with pytest.raises(docker.errors.NotFound):
         engine.api.inspect_container(cid)
     survivors = []

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from conftest import SESSION_ID, SESSION_LABEL
 
-from patchgym_k8s import metadata
+from patchgym_k8s import metadata, prepull
 from patchgym_k8s.backend import K8sBackend
 from patchgym_k8s.create import create_pod
 from patchgym_k8s.errors import ApiFailure
@@ -24,6 +25,7 @@ from patchgym_sandbox import (
 )
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.retry import RetryPolicy
+from patchgym_sandbox.testing.waits import eventually
 
 
 @pytest_asyncio.fixture
@@ -165,11 +167,14 @@ async def test_session_close_kills_its_jobs(backend: K8sBackend, spec: SandboxSp
     async with backend.sandbox(spec) as sb:
         async with sb.session() as sh:
             await sh.run("sleep 305 & disown; true")
-        await asyncio.sleep(0.5)
-        left = await sb.exec(
-            "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done | grep -c '^sleep 305' || true"
-        )
-        assert left.stdout.strip() == "0"
+
+        async def none_left() -> bool:
+            left = await sb.exec(
+                "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done | grep -c '^sleep 305' || true"
+            )
+            return left.stdout.strip() == "0"
+
+        assert await eventually(none_left)
 
 
 @pytest.mark.asyncio
@@ -188,10 +193,26 @@ async def test_prepare_prepull_daemonset(
         assert set(report.missing) == {missing} and "ErrImagePull" in report.missing[missing]
         report = await b.prepare([test_image])
         assert report.ok and report.pulled == [test_image]
-        daemonsets: Any = await asyncio.to_thread(
-            b.api.apps.list_namespaced_daemon_set, "default", _preload_content=False
-        )
-        assert b"patchgym-prepull-" not in daemonsets.data  # cleaned up
+        # prepare returns once its DaemonSet is gone
+        assert not await b.call(b.api.list_daemon_sets, f"{SESSION_LABEL}={SESSION_ID}")
     finally:
         await b.aclose()
         await plain.aclose()
+
+
+async def test_reap_removes_a_prepull_daemonset_left_by_a_crashed_driver(
+    k8s_config: Callable[..., dict[str, Any]], test_image: str
+) -> None:
+    b = create_backend(k8s_config(prepull=True, prepull_pause_image="local/pause:3.4.1"))
+    assert isinstance(b, K8sBackend)
+    mine = f"{SESSION_LABEL}={SESSION_ID}"
+    try:
+        name = "patchgym-prepull-crashed" + SESSION_ID[:6]
+        await b.call(b.api.create_daemon_set, prepull.daemon_set(b.api, name, [test_image]))
+        assert await b.reap({L.RUN_ID: "no-such-run"}, expired=False) == []
+        assert await b.call(b.api.list_daemon_sets, mine)  # not selected: kept
+        await b.reap({SESSION_LABEL: SESSION_ID}, expired=False)
+        assert not await b.call(b.api.list_daemon_sets, mine)
+        assert not await b.call(b.api.list_pods, f"{prepull.PREPULL_LABEL}={name}")
+    finally:
+        await b.aclose()

@@ -389,6 +389,9 @@ def _sigterm_as_interrupt() -> _Flag:
         flag.set = True
         signal.raise_signal(signal.SIGINT)
 
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Started with SIGINT ignored (`nohup ... &`, CI runners): SIGTERM goes through it.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, on_term)
     return flag
 

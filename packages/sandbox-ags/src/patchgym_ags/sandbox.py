@@ -182,7 +182,9 @@ class AgsSandbox(Sandbox):
 
     async def _open_shell(self, cwd: str, env: Mapping[str, str]) -> ShellChannel:
         try:
-            chan = await EnvdPtyChannel.open(self._envd(), cwd, env)
+            chan = await EnvdPtyChannel.open(
+                self._envd(), cwd, env, python=self._backend.config.python
+            )
         except Exception as exc:
             raise await self._lost_or(exc, "open shell") from None
         self._channels.append(chan)

@@ -42,6 +42,27 @@ def server_kill(var: str, token: str) -> bytes:
     return f"k K {var} {token}\n".encode()
 
 
+def server_kill_foreground(rid: str, var: str, token: str) -> bytes:
+    """A line asking the exec server to kill the foreground job of the interactive shell
+    carrying ``var=token`` (see ``supervisor.kill_foreground``); it answers ``rid`` with a
+    status once done."""
+    return f"{rid} F {var} {token}\n".encode()
+
+
+KILL_FOREGROUND_SNIPPET = (
+    "import sys\nns = {'__name__': 'patchgym_supervisor'}\nsrc = sys.argv[1]\n"
+    "exec(src if '\\n' in src else open(src).read(), ns)\n"
+    "ns['kill_foreground'](sys.argv[2], sys.argv[3])\n"
+)
+"""``python3 -I -S -c <this> <supervisor source or path> <var> <token>``: the foreground
+kill as a one-shot command, where no exec server runs."""
+
+
+def kill_foreground_argv(python: str, supervisor: str, var: str, token: str) -> list[str]:
+    """argv for :data:`KILL_FOREGROUND_SNIPPET` (``supervisor``: its source or its path)."""
+    return [python, "-I", "-S", "-c", KILL_FOREGROUND_SNIPPET, supervisor, var, token]
+
+
 def request_payload(req: ExecRequest) -> dict[str, object]:
     """The JSON-able request the supervisor (or an in-sandbox exec server) understands."""
     return {

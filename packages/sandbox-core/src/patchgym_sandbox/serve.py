@@ -15,6 +15,10 @@ path of a file that holds it.
 Wire format, one line each way, ``<rid>`` a client-chosen token without spaces:
   in:  ``<rid> R <b64 json request>``  (``patchgym_sandbox.remote.encode_request``)
        ``<rid> K <var> <token>``       kill every process whose environment has var=token
+       ``<rid> F <var> <token>``       kill the foreground job of the interactive shell
+                                       whose environment has var=token (a session's
+                                       interrupt past Ctrl-C), then answer ``<rid> X``:
+                                       the shell is typed to only once the job is dead
   out: ``- READY <pid>``               once, when the server is up
        ``<rid> <supervisor frame>``    (``1 <b64>``, ``2 <b64>``, ``D ...``, ``X <json>``)
 When stdin closes (the client went away) every running command is killed and it exits.
@@ -91,6 +95,7 @@ class Server:
         # type: (Dict[str, Any], Any, Any) -> None
         self.supervise = sup["supervise"]
         self.kill_tree = sup["kill_tree"]
+        self.kill_foreground = sup["kill_foreground"]
         self.inp = inp
         self.out = out
         self.lock = threading.Lock()
@@ -143,11 +148,25 @@ class Server:
             with self.running_lock:
                 self.running[rid] = t
             t.start()
-        elif op == b"K":
+        elif op in (b"K", b"F"):
             var, _, token = arg.partition(b" ")
-            k = threading.Thread(target=self.kill_tree, args=(None, var.decode(), token.decode()))
+            args = (var.decode(), token.decode())  # type: Tuple[Any, ...]
+            if op == b"K":
+                target, args = self.kill_tree, (None, *args)
+            else:
+                target, args = self.kill_foreground_for, (rid, *args)
+            k = threading.Thread(target=target, args=args)
             k.daemon = True
             k.start()
+
+    def kill_foreground_for(self, rid, var, token):
+        # type: (bytes, str, str) -> None
+        """The ``F`` line: kill, then say so (exit 0 when a job was killed, 1 when none)."""
+        try:
+            killed = self.kill_foreground(var, token)
+        except Exception:
+            killed = 0
+        self.send(rid, b"X " + json.dumps(_status(0 if killed else 1)).encode())
 
     def serve(self):
         # type: () -> None

@@ -17,7 +17,10 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
-from patchgym_sandbox.remote import FrameDecoder
+from patchgym_sandbox.remote import FrameDecoder, server_kill_foreground
+
+KILL_ANSWER_S = 60.0
+"""How long a foreground kill waits for the server's answer (a busy machine is slow)."""
 
 
 class ServerGone(Exception):
@@ -102,6 +105,23 @@ class ServerClient:
                 return None
             self._pending[rid.encode()] = entry
         return entry.done
+
+    async def _kill_foreground(
+        self, rid: str, send: Callable[[bytes], Awaitable[None]], var: str, token: str
+    ) -> bool:
+        """Send the ``F`` line through ``send`` and wait for its answer (the job is dead
+        then), at most :data:`KILL_ANSWER_S`; False when the server is gone or silent."""
+        done = self._register(rid, FrameDecoder(4096))
+        if done is None:
+            return False
+        try:
+            await send(server_kill_foreground(rid, var, token))
+            await asyncio.wait_for(done, KILL_ANSWER_S)
+        except (OSError, ServerGone, TimeoutError):
+            return False
+        finally:
+            self._forget(rid)
+        return True
 
     def _forget(self, rid: str) -> None:
         """Drop ``rid``'s entry (its caller gave up): a late reply is then ignored."""

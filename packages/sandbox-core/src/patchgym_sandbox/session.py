@@ -4,8 +4,8 @@ Backends only provide a :class:`ShellChannel` (bytes in, bytes out, over a pty r
 ``bash -i``). This module owns the protocol: echo off, empty prompts, and per command a
 brace group followed on the same line by a nonce marker carrying ``$?`` — bash parses the
 whole line before running it, so the marker can never be swallowed by a command that
-reads stdin. A timeout interrupts the foreground job (Ctrl-C, then SIGQUIT/kill) and the
-session survives. Interactive programs (``python -m pdb``) are driven with
+reads stdin. A timeout interrupts the foreground job (Ctrl-C, then the backend kills its
+process group) and the session survives, even when the job ignores INT and QUIT. Interactive programs (``python -m pdb``) are driven with
 :meth:`ShellSession.send` and :meth:`ShellSession.expect`.
 """
 
@@ -85,7 +85,12 @@ class ShellChannel(ABC):
         await self.write(b"\x03")
 
     async def kill_foreground(self) -> None:
-        """Harder than Ctrl-C; default is Ctrl-\\ (SIGQUIT) through the terminal."""
+        """Kill the foreground job even if it ignores INT and QUIT.
+
+        Every bundled backend kills the terminal's foreground process group (SIGKILL)
+        through its in-sandbox server; this default, for channels that cannot, is only
+        Ctrl-\\ (SIGQUIT) through the terminal.
+        """
         await self.write(b"\x1c")
 
     @abstractmethod
@@ -192,8 +197,9 @@ class ShellSession:
     async def run(self, cmd: str, timeout: float | None = 60) -> SessionResult:
         """Run a shell command in the session and return its output and exit status.
 
-        On timeout the foreground job is interrupted (Ctrl-C, then Ctrl-\\) and the result
-        says ``timed_out``; the session itself stays usable.
+        On timeout the foreground job is interrupted (Ctrl-C, then
+        :meth:`ShellChannel.kill_foreground`) and the result says ``timed_out``; the
+        session itself stays usable.
         """
         nonce = uuid.uuid4().hex[:12]
         line = f"{{ {cmd}\n}}; {_marker_cmd(nonce)}\n"
@@ -204,24 +210,60 @@ class ShellSession:
             if m is not None:
                 out = self._buf.take(m.start(), skip=m.end() - m.start())
                 return SessionResult(output=_ANY_MARKER.sub("", out), exit_code=int(m.group(1)))
-            # An interactive bash drops the rest of the line when Ctrl-C kills the job, and
-            # the terminal may flush input typed meanwhile: after interrupting, probe with
-            # fresh markers until the shell answers; stale probes are stripped later.
-            for escalate in (chan.interrupt, chan.kill_foreground):
+            assert timeout is not None
+            # Ctrl-C first, with a grace in proportion to the step; then the foreground job
+            # is killed (it may ignore INT and QUIT) and the shell gets a generous deadline.
+            for escalate, grace in (
+                (chan.interrupt, interrupt_grace_s(timeout)),
+                (chan.kill_foreground, kill_answer_s(timeout)),
+            ):
                 await escalate()
-                for _ in range(5):
-                    await asyncio.sleep(0.2)
-                    again = uuid.uuid4().hex[:12]
-                    await chan.write(f"{_marker_cmd(again)}\n".encode())
-                    m = await self._wait_for(_marker(again), 1.0)
-                    if m is not None:
-                        out = self._buf.take(m.start(), skip=m.end() - m.start())
-                        first = _marker(nonce).search(out)
-                        code = int(first.group(1)) if first else int(m.group(1))
-                        return SessionResult(
-                            output=_ANY_MARKER.sub("", out), exit_code=code, timed_out=True
-                        )
+                m = await self._await_shell(chan, time.monotonic() + grace)
+                if m is not None:
+                    out = self._buf.take(m.start(), skip=m.end() - m.start())
+                    first = _marker(nonce).search(out)
+                    code = int(first.group(1)) if first else int(m.group(2))
+                    return SessionResult(
+                        output=_ANY_MARKER.sub("", out), exit_code=code, timed_out=True
+                    )
             raise SessionError(f"command {cmd!r} could not be interrupted; the session is unusable")
+
+    async def _await_shell(self, chan: ShellChannel, deadline: float) -> re.Match[str] | None:
+        """Wait until the shell answers a probe, or ``deadline``; None if it never did.
+
+        An interactive bash drops the rest of the line when Ctrl-C kills the job, the
+        terminal may flush input typed meanwhile, and a job still alive reads what is typed:
+        so a fresh probe is typed now and then (at growing intervals) and the first answer
+        to any of them ends the wait. Answers to the others are stripped from later output.
+        """
+        sent: list[str] = []
+        every = PROBE_EVERY_S
+        while (left := deadline - time.monotonic()) > 0:
+            sent.append(uuid.uuid4().hex[:12])
+            await chan.write(f"{_marker_cmd(sent[-1])}\n".encode())
+            probes = re.compile(rf"\n?__PGEND_({'|'.join(sent)})_(\d+)__\n")
+            m = await self._wait_for(probes, min(every, left))
+            if m is not None:
+                return m
+            every = min(every * 2, PROBE_EVERY_MAX_S)
+        return None
+
+
+PROBE_EVERY_S = 1.0
+"""First interval between probes after an interrupt (it doubles, up to the max below);
+how long the session waits in all is :func:`interrupt_grace_s` / :func:`kill_answer_s`."""
+PROBE_EVERY_MAX_S = 8.0
+
+
+def interrupt_grace_s(timeout: float) -> float:
+    """How long Ctrl-C has to end a timed-out command: half its timeout, 1 to 30 s."""
+    return min(max(timeout / 2, 1.0), 30.0)
+
+
+def kill_answer_s(timeout: float) -> float:
+    """How long the shell has to answer once the foreground job was killed (a busy machine
+    may take seconds): at least 60 s, or the command's timeout when longer."""
+    return max(60.0, timeout)
 
 
 _ANY_MARKER = re.compile(r"\n?__PGEND_[0-9a-f]{12}_\d+__\n")

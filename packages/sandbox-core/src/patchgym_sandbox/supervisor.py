@@ -73,6 +73,49 @@ def kill_tree(pgid, var, token):
     return len(_pids_with_token(var, token))
 
 
+def _stat(pid):
+    # type: (int) -> Optional[Tuple[str, int, int, int, int]]
+    """``(comm, ppid, pgrp, tty_nr, tpgid)`` from ``/proc/<pid>/stat``, None if it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            raw = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    comm = raw[raw.find("(") + 1 : raw.rfind(")")]
+    f = raw[raw.rfind(")") + 2 :].split()
+    return comm, int(f[1]), int(f[2]), int(f[4]), int(f[5])
+
+
+def kill_foreground(var, token):
+    # type: (str, str) -> int
+    """SIGKILL the foreground job of every interactive shell carrying ``var=token``.
+
+    The shell is the outermost ``bash`` with the token (its parent is not a ``bash`` with
+    it); the terminal's foreground group (``tpgid``) is killed when it is not the shell's
+    own. Signals a job ignores (``trap '' INT QUIT``, inherited SIG_IGN) do not matter.
+    Returns the number of groups killed.
+    """
+    procs = {}  # type: Dict[int, Tuple[str, int, int, int, int]]
+    for pid in _pids_with_token(var, token):
+        st = _stat(pid)
+        if st is not None:
+            procs[pid] = st
+    mine = os.getpgrp()
+    killed = 0
+    for comm, ppid, pgrp, tty, tpgid in procs.values():
+        parent = procs.get(ppid)
+        if comm != "bash" or (parent is not None and parent[0] == "bash"):
+            continue
+        if tty == 0 or tpgid <= 1 or tpgid in (pgrp, mine):
+            continue
+        try:
+            os.killpg(tpgid, signal.SIGKILL)
+            killed += 1
+        except OSError:
+            pass
+    return killed
+
+
 class _Limits:
     """The deadline and the idle timeout of one command; output pushes the idle one back."""
 

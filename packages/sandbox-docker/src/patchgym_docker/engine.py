@@ -9,7 +9,6 @@ only on errors that may go away (connection trouble, 5xx, 429), under the shared
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ from patchgym_sandbox.errors import (
     SandboxError,
     SandboxLost,
 )
+from patchgym_sandbox.offload import run_blocking
 from patchgym_sandbox.retry import Retry, RetryPolicy, retry_after_of
 
 if TYPE_CHECKING:
@@ -138,8 +138,9 @@ class Engine:
             ) from exc
 
     async def run(self, fn: Callable[[], T]) -> T:
-        """Run a blocking callable in the pool (no translation, no retry)."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+        """Run a blocking callable in the pool (no translation, no retry); at interpreter
+        exit, when the pool is shut, in a thread of its own (closing what was left open)."""
+        return await run_blocking(fn, executor=self._executor)
 
     async def call(
         self,

@@ -98,10 +98,18 @@ class ExecServerConnection(ServerClient):
             raise ServerGone(str(exc)) from exc
         return done
 
-    async def kill(self, var: str, token: str) -> bool:
-        """Ask the server to kill processes carrying ``var=token``; False if it is gone."""
+    async def kill(self, var: str, token: str, *, foreground: bool = False) -> bool:
+        """Ask the server to kill processes carrying ``var=token``; False if it is gone.
+        ``foreground``: only the foreground job of the interactive shell carrying it, and
+        return once it is dead (the shell's next input must not reach the dying job)."""
         if not self.alive:
             return False
+        if foreground:
+
+            async def send(line: bytes) -> None:
+                await self._run_blocking(lambda: self._send(line))
+
+            return await self._kill_foreground(f"f{next(self._ids)}", send, var, token)
         try:
             await self._run_blocking(lambda: self._send(remote.server_kill(var, token)))
         except OSError:

@@ -18,7 +18,7 @@ from patchgym_docker.engine import explain, status_of
 from patchgym_docker.exec_client import ExecServerConnection, server_source
 from patchgym_docker.shell import DockerShellChannel
 from patchgym_sandbox import labels as L
-from patchgym_sandbox import seccomp
+from patchgym_sandbox import remote, seccomp
 from patchgym_sandbox.errors import (
     ConfigError,
     InfraError,
@@ -362,15 +362,20 @@ class DockerSandbox(Sandbox):
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _kill_token(self, var: str, token: str) -> None:
-        """Kill every process carrying ``var=token`` inside the container (best effort)."""
+    async def _kill_token(self, var: str, token: str, *, foreground: bool = False) -> None:
+        """Kill every process carrying ``var=token`` inside the container (best effort);
+        ``foreground``: only the foreground job of the interactive shell carrying it."""
         if self._cid is None or self.closed:
             return
         server = self._server_slot.current
-        if server is not None and await server.kill(var, token):
+        if server is not None and await server.kill(var, token, foreground=foreground):
             return
         cid = self._cid
-        argv = supervised.kill_argv(self._config.python, var, token)
+        python = self._config.python
+        if foreground:
+            argv = remote.kill_foreground_argv(python, supervised.source(), var, token)
+        else:
+            argv = supervised.kill_argv(python, var, token)
 
         def kill(api: APIClient) -> None:
             exec_id = api.exec_create(cid, argv)["Id"]
@@ -401,7 +406,12 @@ class DockerSandbox(Sandbox):
         async def on_close() -> None:
             await self._kill_token(SESSION_VAR, token)
 
-        chan = DockerShellChannel(hijacked, asyncio.get_running_loop(), self._engine.run, on_close)
+        async def kill_foreground() -> None:
+            await self._kill_token(SESSION_VAR, token, foreground=True)
+
+        chan = DockerShellChannel(
+            hijacked, asyncio.get_running_loop(), self._engine.run, on_close, kill_foreground
+        )
         self._channels.append(chan)
         return chan
 

@@ -31,6 +31,7 @@ class DockerShellChannel(ShellChannel):
         loop: asyncio.AbstractEventLoop,
         run: Callable[[Callable[[], None]], Awaitable[None]],
         on_close: Callable[[], Awaitable[None]],
+        kill_foreground: Callable[[], Awaitable[None]],
     ) -> None:
         super().__init__()
         self._hijacked = hijacked
@@ -39,6 +40,7 @@ class DockerShellChannel(ShellChannel):
         self._loop = loop
         self._run = run
         self._on_close = on_close
+        self._kill_foreground = kill_foreground
         self._closed = False
         self._reader = threading.Thread(
             target=self._read_loop, name="patchgym-docker-shell", daemon=True
@@ -59,6 +61,10 @@ class DockerShellChannel(ShellChannel):
 
     async def write(self, data: bytes) -> None:
         await self._run(lambda: self._sock.sendall(data))
+
+    async def kill_foreground(self) -> None:
+        """SIGKILL the shell's foreground job through the container's exec server."""
+        await self._kill_foreground()
 
     async def close(self) -> None:
         if self._closed:

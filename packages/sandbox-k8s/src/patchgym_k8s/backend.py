@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import Any, TypeVar
 
 from patchgym_k8s import metadata
@@ -15,6 +14,7 @@ from patchgym_k8s.deletion import delete_pod
 from patchgym_k8s.sandbox import K8sSandbox
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import PrepareReport, SandboxBackend, SandboxInfo
+from patchgym_sandbox.offload import run_blocking
 from patchgym_sandbox.spec import SandboxSpec
 
 T = TypeVar("T")
@@ -42,8 +42,7 @@ class K8sBackend(SandboxBackend):
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a blocking client call on the backend's bounded pool."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor(), partial(fn, *args, **kwargs))
+        return await run_blocking(fn, *args, executor=self.executor(), **kwargs)
 
     def _make_sandbox(self, spec: SandboxSpec) -> K8sSandbox:
         return K8sSandbox(self, spec)
@@ -78,13 +77,20 @@ class K8sBackend(SandboxBackend):
     async def reap(
         self, labels: Mapping[str, str] | None = None, *, expired: bool = True
     ) -> list[str]:
-        """Remove our pods matching ``labels`` or whose lease expired, all deletions in parallel."""
+        """Remove our pods matching ``labels`` or whose lease expired, all deletions in
+        parallel; and so the pre-pull DaemonSets a crashed driver left (leased as pods are)."""
+        from patchgym_k8s.prepull import GONE_TIMEOUT_S, leftover_daemon_sets, remove_daemon_set
+
         doomed = [
             info.id
             for info in await self.list_sandboxes()
             if L.should_reap(info.labels, labels, expired=expired)
         ]
-        await asyncio.gather(*(self.remove(i) for i in doomed))
+        daemon_sets = await self.call(leftover_daemon_sets, self.api, labels, expired=expired)
+        await asyncio.gather(
+            *(self.remove(i) for i in doomed),
+            *(self.call(remove_daemon_set, self.api, d, GONE_TIMEOUT_S) for d in daemon_sets),
+        )
         return doomed
 
     async def prepare(self, images: Sequence[str]) -> PrepareReport:
@@ -102,4 +108,4 @@ class K8sBackend(SandboxBackend):
             self._executor = None
         if self._api is not None:
             api, self._api = self._api, None
-            await asyncio.to_thread(api.close)
+            await run_blocking(api.close)

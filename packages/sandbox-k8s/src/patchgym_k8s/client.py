@@ -172,6 +172,27 @@ class Api:
         except ApiException as exc:
             raise from_api_exception(exc, f"read DaemonSet {name}") from exc
 
+    def read_daemon_set_or_none(self, name: str) -> dict[str, Any] | None:
+        try:
+            return _json(
+                self.apps.read_namespaced_daemon_set(
+                    name, self.cfg.namespace, _preload_content=False
+                )
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise from_api_exception(exc, f"read DaemonSet {name}") from exc
+
+    def list_daemon_sets(self, label_selector: str) -> list[dict[str, Any]]:
+        try:
+            resp = self.apps.list_namespaced_daemon_set(
+                self.cfg.namespace, label_selector=label_selector, _preload_content=False
+            )
+        except ApiException as exc:
+            raise from_api_exception(exc, f"list DaemonSets in {self.cfg.namespace}") from exc
+        return list(_json(resp).get("items") or [])
+
     def delete_daemon_set(self, name: str) -> None:
         try:
             self.apps.delete_namespaced_daemon_set(
@@ -180,6 +201,25 @@ class Api:
         except ApiException as exc:
             if exc.status != 404:
                 raise from_api_exception(exc, f"delete DaemonSet {name}") from exc
+
+    def watch_daemon_set(
+        self, name: str, resource_version: str | None, timeout_s: float
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Events (type, object) for one DaemonSet until ``timeout_s`` passes on the server."""
+        kwargs: dict[str, Any] = {
+            "field_selector": f"metadata.name={name}",
+            "watch": True,
+            "timeout_seconds": max(1, int(timeout_s + 0.999)),
+            "_preload_content": False,
+            "_request_timeout": (10, timeout_s + 15),
+        }
+        if resource_version:
+            kwargs["resource_version"] = resource_version
+        try:
+            resp = self.apps.list_namespaced_daemon_set(self.cfg.namespace, **kwargs)
+        except ApiException as exc:
+            raise from_api_exception(exc, f"watch DaemonSet {name}") from exc
+        yield from _events(resp)
 
 
 def _json(resp: Any) -> dict[str, Any]:

@@ -117,6 +117,17 @@ class ExecServer(ServerClient):
             return True
         return False
 
+    async def kill_foreground(self, var: str, token: str) -> bool:
+        """Kill the foreground job of the interactive shell carrying ``var=token`` and
+        return once it is dead; False when the server is gone or did not answer."""
+        if not self.alive:
+            return False
+
+        async def send(line: bytes) -> None:
+            self._post(line)
+
+        return await self._kill_foreground(f"f{uuid.uuid4().hex}", send, var, token)
+
     def close(self) -> None:
         """End the stream: the server sees EOF, kills what still runs and exits."""
         if self._stop:

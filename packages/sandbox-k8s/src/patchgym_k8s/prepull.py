@@ -9,17 +9,34 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from patchgym_k8s.client import Api
 from patchgym_k8s.readiness import IMAGE_ERRORS
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import PrepareReport
+from patchgym_sandbox.errors import InfraError
+
+PREPULL_LABEL = "patchgym.prepull"
+"""On a pre-pull DaemonSet and its pods: the DaemonSet's name (``reap`` selects on it)."""
+GONE_TIMEOUT_S = 120.0
+"""How long a finished pre-pull waits for its DaemonSet (and its pods) to be deleted."""
 
 
 def daemon_set(api: Api, name: str, images: list[str]) -> dict[str, Any]:
+    """The DaemonSet, labelled like a sandbox (managed, owner, created, lease): its lease
+    covers the longest a pre-pull can take, so ``reap`` removes one a crashed driver left."""
     cfg = api.cfg
-    labels = {L.MANAGED: "true", "patchgym.prepull": name}
+    lease_s = cfg.prepull_timeout_s + GONE_TIMEOUT_S + 60
+    pod_labels = {L.MANAGED: "true", PREPULL_LABEL: name}
+    labels = {
+        **cfg.labels,
+        **pod_labels,
+        L.OWNER: L.owner(),
+        L.CREATED_AT: str(int(time.time())),
+        L.EXPIRES_AT: str(L.expires_at(lease_s)),
+    }
     pod_spec: dict[str, Any] = {
         "initContainers": [
             {
@@ -54,15 +71,15 @@ def daemon_set(api: Api, name: str, images: list[str]) -> dict[str, Any]:
         "kind": "DaemonSet",
         "metadata": {"name": name, "labels": labels},
         "spec": {
-            "selector": {"matchLabels": {"patchgym.prepull": name}},
-            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+            "selector": {"matchLabels": {PREPULL_LABEL: name}},
+            "template": {"metadata": {"labels": pod_labels}, "spec": pod_spec},
         },
     }
 
 
 def _image_failures(api: Api, name: str, images: list[str]) -> dict[str, str]:
     failures: dict[str, str] = {}
-    for pod in api.list_pods(f"patchgym.prepull={name}"):
+    for pod in api.list_pods(f"{PREPULL_LABEL}={name}"):
         for cs in (pod.get("status") or {}).get("initContainerStatuses") or []:
             waiting = (cs.get("state") or {}).get("waiting") or {}
             if waiting.get("reason") in IMAGE_ERRORS:
@@ -95,4 +112,36 @@ def prepull(api: Api, images: list[str]) -> PrepareReport:
                 return PrepareReport(missing=dict.fromkeys(images, why))
             time.sleep(1.0)
     finally:
-        api.delete_daemon_set(name)
+        remove_daemon_set(api, name, GONE_TIMEOUT_S)
+
+
+def remove_daemon_set(api: Api, name: str, timeout_s: float) -> None:
+    """Delete the DaemonSet (its pods first: foreground propagation) and watch until it is
+    gone; :class:`InfraError` naming it when it is still there after ``timeout_s``."""
+    api.delete_daemon_set(name)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        current = api.read_daemon_set_or_none(name)
+        if current is None:
+            return
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise InfraError(
+                f"pre-pull DaemonSet {name} still exists {timeout_s:.0f} s after its deletion "
+                "(pods stuck terminating?); `patchgym sandboxes reap` removes it later"
+            )
+        version = current["metadata"].get("resourceVersion")
+        for kind, _ in api.watch_daemon_set(name, version, remaining):
+            if kind in ("DELETED", "ERROR"):
+                break
+
+
+def leftover_daemon_sets(
+    api: Api, selector: Mapping[str, str] | None, *, expired: bool
+) -> list[str]:
+    """Names of our pre-pull DaemonSets that ``reap`` with these arguments removes."""
+    return [
+        str(ds["metadata"]["name"])
+        for ds in api.list_daemon_sets(f"{L.MANAGED}=true,{PREPULL_LABEL}")
+        if L.should_reap(ds["metadata"].get("labels") or {}, selector, expired=expired)
+    ]

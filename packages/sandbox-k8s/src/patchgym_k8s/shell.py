@@ -14,13 +14,14 @@ import queue
 import select
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from patchgym_k8s import commands
 from patchgym_k8s.execstream import ExecStream, StreamOpenError
 from patchgym_sandbox.errors import InfraError, SessionError
-from patchgym_sandbox.remote import SUPERVISOR_PATH
+from patchgym_sandbox.offload import run_blocking
+from patchgym_sandbox.remote import SUPERVISOR_PATH, kill_foreground_argv
 from patchgym_sandbox.session import SHELL_ARGV, SHELL_ENV, ShellChannel
 
 if TYPE_CHECKING:
@@ -110,31 +111,31 @@ class K8sShellChannel(ShellChannel):
         self._outbox.put(data)
         os.write(self._wake_w, b"x")
 
+    async def kill_foreground(self) -> None:
+        """SIGKILL the shell's foreground job: through the pod's exec server when it runs,
+        else one exec of the supervisor's ``kill_foreground``."""
+        server = self._sandbox._server_slot.current
+        if server is not None and await server.kill_foreground(TOKEN_VAR, self._token):
+            return
+        await self._sandbox._backend.call(self._exec_in_pod, kill_foreground_argv)
+
     async def close(self) -> None:
         if self._stop:
             return
         self._stop = True
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
-        await asyncio.to_thread(self._thread.join, 5.0)
+        await run_blocking(self._thread.join, 5.0)
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        await self._sandbox._backend.call(self._kill_processes)
+        await self._sandbox._backend.call(self._exec_in_pod, _kill_tree_argv)
 
-    def _kill_processes(self) -> None:
-        """Kill whatever the shell left running (its jobs carry the token). Best effort."""
+    def _exec_in_pod(self, argv_for: Callable[[str, str, str, str], list[str]]) -> None:
+        """Run ``argv_for(python, supervisor, var, token)`` in the pod, best effort: a kill
+        of what the shell runs (its jobs carry the token)."""
         sb = self._sandbox
-        argv = [
-            sb._backend.config.python,
-            "-I",
-            "-S",
-            "-c",
-            KILL_TREE,
-            SUPERVISOR_PATH,
-            TOKEN_VAR,
-            self._token,
-        ]
+        argv = argv_for(sb._backend.config.python, SUPERVISOR_PATH, TOKEN_VAR, self._token)
         with contextlib.suppress(Exception):
             commands.run(
                 sb._backend.api,
@@ -144,3 +145,7 @@ class K8sShellChannel(ShellChannel):
                 sink=lambda c, d: None,
                 liveness_s=10,
             )
+
+
+def _kill_tree_argv(python: str, supervisor: str, var: str, token: str) -> list[str]:
+    return [python, "-I", "-S", "-c", KILL_TREE, supervisor, var, token]

@@ -42,6 +42,7 @@ from patchgym_sandbox.local.isolation import (
 from patchgym_sandbox.local.limits import preexec_for
 from patchgym_sandbox.local.server import ServerConnection, launch
 from patchgym_sandbox.local.shell import PtyChannel
+from patchgym_sandbox.offload import run_blocking
 from patchgym_sandbox.output import OutputCapture
 from patchgym_sandbox.pool import start_all
 from patchgym_sandbox.result import ExecResult
@@ -178,7 +179,7 @@ class LocalBackend(SandboxBackend):
         ]
 
     async def remove(self, sandbox_id: str) -> None:
-        await asyncio.to_thread(remove_sandbox, self.config.state_dir, sandbox_id)
+        await run_blocking(remove_sandbox, self.config.state_dir, sandbox_id)
 
     async def reap(
         self, labels: Mapping[str, str] | None = None, *, expired: bool = True
@@ -198,8 +199,8 @@ class LocalBackend(SandboxBackend):
             self._executor = None
         self._etc = None
         self._views = {}
-        await asyncio.to_thread(_unmount_all, self._mounts)
-        await asyncio.to_thread(shutil.rmtree, self._views_dir, ignore_errors=True)
+        await run_blocking(_unmount_all, self._mounts)
+        await run_blocking(shutil.rmtree, self._views_dir, ignore_errors=True)
 
 
 def sweep_backend_mounts(state_dir: Path) -> list[Path]:
@@ -416,8 +417,8 @@ class LocalSandbox(Sandbox):
             await chan.close()
         self._channels.clear()
         if self._server is not None:
-            await asyncio.to_thread(self._server.kill)
-        await asyncio.to_thread(remove_sandbox, self._backend.config.state_dir, self.id)
+            await run_blocking(self._server.kill)
+        await run_blocking(remove_sandbox, self._backend.config.state_dir, self.id)
 
     async def _fork(self, spec: SandboxSpec, n: int) -> list[Sandbox]:
         """Children over one copy of this sandbox's writable state (see ``local.forks``)."""

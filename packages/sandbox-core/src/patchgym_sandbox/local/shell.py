@@ -11,6 +11,7 @@ import subprocess
 import termios
 from collections.abc import Mapping, Sequence
 
+from patchgym_sandbox.offload import run_blocking
 from patchgym_sandbox.session import SHELL_ARGV, SHELL_ENV, ShellChannel
 
 
@@ -84,7 +85,7 @@ class PtyChannel(ShellChannel):
             os.killpg(self._proc.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
             os.close(self._master)
-        await asyncio.to_thread(self._proc.wait)
+        await run_blocking(self._proc.wait)
 
 
 def _shell_pgid(pid: int) -> int | None:

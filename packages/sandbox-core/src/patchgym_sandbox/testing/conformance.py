@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,6 +27,7 @@ from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import SandboxBackend
 from patchgym_sandbox.errors import PathOutsideSandbox, SandboxClosed, SandboxFileNotFound
 from patchgym_sandbox.sandbox import Sandbox
+from patchgym_sandbox.session import ShellSession
 from patchgym_sandbox.spec import SandboxSpec
 from patchgym_sandbox.testing.fork_conformance import ForkConformance
 from patchgym_sandbox.testing.pool_conformance import PoolConformance
@@ -36,6 +38,22 @@ ALIVE_CHECK = (
     "p=$(cat {f}); [ -r /proc/$p/stat ] || exit 1; read -r s < /proc/$p/stat; s=${{s##*) }}; "
     '[ "${{s%% *}}" != Z ]'
 )
+
+IGNORES_INT_AND_QUIT = (
+    "python3 -c 'import signal,sys; signal.signal(2,signal.SIG_IGN); "
+    "signal.signal(3,signal.SIG_IGN); sys.stdin.read()'",
+    "trap '' INT QUIT; cat",
+)
+"""Stdin readers that Ctrl-C and Ctrl-\\ cannot end (the second leaves the shell's own
+traps set, so every later job ignores both too, as a hostile policy may do every step)."""
+
+
+async def _survives_jobs_ignoring_signals(sh: ShellSession) -> None:
+    """Each job times out (the backend kills its process group) and the shell lives on."""
+    for cmd in ("cat", *IGNORES_INT_AND_QUIT, "sleep 300"):
+        r = await sh.run(cmd, timeout=1)
+        assert r.timed_out and r.exit_code != 0, (cmd, r)
+        assert (await sh.run("echo alive $((6*7))")).output.strip() == "alive 42", cmd
 
 
 class SandboxConformance(BackendSuite, PoolConformance, ForkConformance):
@@ -164,6 +182,26 @@ class SandboxConformance(BackendSuite, PoolConformance, ForkConformance):
             slow = await sh.run("sleep 300", timeout=1)
             assert slow.timed_out and slow.exit_code != 0
             assert (await sh.run("echo $V; pwd")).output.split()[0] == "42"
+
+    @pytest.mark.asyncio
+    async def test_session_kills_jobs_ignoring_int_and_quit(self, sb: Sandbox) -> None:
+        async with sb.session() as sh:
+            await _survives_jobs_ignoring_signals(sh)
+
+    @pytest.mark.asyncio
+    async def test_session_under_inherited_ignored_signals(
+        self, backend: SandboxBackend, sandbox_spec: SandboxSpec
+    ) -> None:
+        """The driver runs with SIGINT and SIGQUIT ignored, as under ``nohup ... &``: what it
+        starts inherits that (a local shell, the stand-in's processes), so Ctrl-C ends nothing."""
+        saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+        try:
+            async with backend.sandbox(sandbox_spec, run_id=self.run_id) as s:
+                async with s.session() as sh:
+                    await _survives_jobs_ignoring_signals(sh)
+        finally:
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
 
     @pytest.mark.asyncio
     async def test_session_pdb_round_trip(self, sb: Sandbox) -> None:
