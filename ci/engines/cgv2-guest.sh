@@ -8,7 +8,8 @@
 #   - kernel: Debian's `linux-image-amd64` (its dependency, the versioned image package),
 #     fetched with `apt-get download` and unpacked into $CACHE (nothing is installed);
 #   - root filesystem: this host's own `/`, shared read-only over 9p (so the guest runs this
-#     workspace's virtualenv and the host's bwrap), with tmpfs on /tmp, /run, /var/tmp;
+#     workspace's virtualenv and the host's bwrap), ext4 on /tmp (a sparse disk), tmpfs on
+#     /run and /var/tmp;
 #   - init: a busybox initramfs built here that mounts cgroup2 at /sys/fs/cgroup (no v1),
 #     switches root to the shared one (a chroot would forbid user namespaces), moves itself
 #     into a child group (as a systemd service sits), runs the command, prints its exit
@@ -74,7 +75,7 @@ add_mod() {  # a module and what it depends on, dependencies first (from modules
   for d in $deps; do add_mod "$(basename "$d" .ko)"; done
   [[ " ${order[*]-} " == *" $1 "* ]] || { order+=("$1"); cp "$MODS/$rel" "$work/mods/$1.ko"; }
 }
-for m in virtio_pci 9pnet_virtio 9p overlay; do add_mod "$m"; done
+for m in virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4; do add_mod "$m"; done
 cat >"$work/stage2.sh" <<EOF
 echo \$\$ >/sys/fs/cgroup/driver/cgroup.procs
 echo "guest: \$(uname -r); cgroup mounts: \$(grep cgroup /proc/mounts | cut -d' ' -f2,3 | tr '\n' ' ')"
@@ -92,7 +93,8 @@ mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=524288,cache=loose host /n
 R=/newroot
 mount -t proc proc \$R/proc; mount -t sysfs sys \$R/sys; mount -t devtmpfs dev \$R/dev
 mkdir -p \$R/dev/pts; mount -t devpts devpts \$R/dev/pts
-for d in tmp run var/tmp; do mount -t tmpfs -o mode=1777 tmpfs \$R/\$d; done
+mount -t ext4 /dev/vda \$R/tmp && chmod 1777 \$R/tmp || poweroff -f
+for d in run var/tmp; do mount -t tmpfs -o mode=1777 tmpfs \$R/\$d; done
 mount -t cgroup2 none \$R/sys/fs/cgroup
 echo "+cpu +memory +pids" >\$R/sys/fs/cgroup/cgroup.subtree_control
 mkdir \$R/sys/fs/cgroup/driver
@@ -116,6 +118,12 @@ case ${PATCHGYM_CGV2_ACCEL:-auto} in
     fi ;;
 esac
 
+# -- /tmp: ext4 on a sparse disk (the local backend shows templates through idmapped mounts,
+# which this kernel's tmpfs lacks: tmpfs has them from Linux 6.3, ext4 from 5.12) ----------
+DISK=$CACHE/tmp.img
+rm -f "$DISK" && truncate -s 16G "$DISK"
+mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$DISK"
+
 # -- boot ---------------------------------------------------------------------------------
 LOG=$CACHE/console.log
 echo "cgroup v2 guest: $pkg, ${MEM_MB} MiB, $(nproc) vCPU, $ACCEL, log $LOG"
@@ -124,7 +132,9 @@ timeout "$TIMEOUT_S" qemu-system-x86_64 $ACCEL -smp "$(nproc)" -m "$MEM_MB" \
   -kernel "$VMLINUZ" -initrd "$INITRD" \
   -append "console=ttyS0 quiet panic=-1 systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all" \
   -virtfs "local,path=/,mount_tag=host,security_model=passthrough,readonly=on,multidevs=remap" \
+  -drive "file=$DISK,if=virtio,format=raw,cache=unsafe" \
   -nic none -display none -serial stdio -no-reboot </dev/null | tee "$LOG"
+rm -f "$DISK"
 set -e
 code=$(tr -d '\r' <"$LOG" | sed -n 's/^PATCHGYM_GUEST_EXIT=\([0-9]*\)$/\1/p' | tail -1)
 [ -n "$code" ] || { echo "FATAL: the guest did not report an exit status (see $LOG)" >&2; exit 3; }

@@ -29,6 +29,18 @@ CANNOT_PREVENT: dict[str, str] = {
     "(template / x-custom-config resources)",
     "exceed_process_count": "the stand-in sets no pids limit; in the cloud a fork bomb only "
     "exhausts its own microVM",
+    "sandbox_root_is_host_root": STANDIN
+    + "run as this machine's root, with no user namespace: it stands in for a VM's root)"
+    + CLOUD,
+    "write_host_kernel_state": STANDIN
+    + "whose /proc/sys is this machine's: root there can set this kernel's sysctls)"
+    + "; in AGS/E2B the microVM has its own kernel",
+    "dangerous_system_calls": STANDIN
+    + "with no seccomp filter: keyctl, io_uring, bpf, ptrace reach this kernel)"
+    + "; in AGS/E2B they reach only the microVM's own kernel",
+    "read_masked_proc_paths": STANDIN + "with this machine's /proc unmasked)" + CLOUD,
+    "host_paths_in_mount_table": STANDIN + "whose mounts are this machine's paths)" + CLOUD,
+    "host_paths_in_cgroup": STANDIN + "in this machine's cgroups, no cgroup namespace)" + CLOUD,
     "exceed_disk": "the stand-in's working copy is a plain directory; the cloud's disk is the "
     "microVM's own, sized by the template",
 }
