@@ -15,6 +15,8 @@ The ``cpu`` controller is used whenever it is writable, with or without a CPU li
 sandbox then sits under one ``patchgym`` group, which the scheduler weighs as one entity
 against the driver's own threads. Sixty-four sandboxes running test suites share that one
 entity's CPU instead of outnumbering the driver 64 to 1, so its event loop keeps answering.
+The entity weighs one default process per CPU (``cpu.shares`` 1024 × CPUs), so on a busy
+host the sandboxes are not slowed to one process's share either.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ from pathlib import Path
 
 from patchgym_sandbox.errors import LimitUnavailable
 from patchgym_sandbox.local import cgroup_v2
-from patchgym_sandbox.local.cgroup_layout import CGROUP_ROOT, Layout, layout
+from patchgym_sandbox.local.cgroup_layout import (
+    CGROUP_ROOT,
+    V1_SHARES_PER_CPU,
+    Layout,
+    layout,
+    share_cpu,
+)
 from patchgym_sandbox.spec import Resources
 
 __all__ = [
@@ -125,6 +133,8 @@ def create(sandbox_id: str, res: Resources) -> list[Path]:
             d = base / "patchgym" / sandbox_id
             d.mkdir(parents=True)
             made.append(d)
+            if controller == "cpu":
+                share_cpu(d.parent / "cpu.shares", V1_SHARES_PER_CPU, 262_144)
             for name, value in wanted.get(controller, {}).items():
                 f = d / name
                 if name == "memory.memsw.limit_in_bytes" and not f.exists():
