@@ -75,7 +75,7 @@ add_mod() {  # a module and what it depends on, dependencies first (from modules
   for d in $deps; do add_mod "$(basename "$d" .ko)"; done
   [[ " ${order[*]-} " == *" $1 "* ]] || { order+=("$1"); cp "$MODS/$rel" "$work/mods/$1.ko"; }
 }
-for m in virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4; do add_mod "$m"; done
+for m in virtio_pci 9pnet_virtio 9p overlay virtio_blk crc32c_generic ext4; do add_mod "$m"; done
 cat >"$work/stage2.sh" <<EOF
 echo \$\$ >/sys/fs/cgroup/driver/cgroup.procs
 echo "guest: \$(uname -r); cgroup mounts: \$(grep cgroup /proc/mounts | cut -d' ' -f2,3 | tr '\n' ' ')"
