@@ -43,8 +43,9 @@ REPORT_FLIP = textwrap.dedent(
 ASSERT_TO_XFAIL = (
     "import builtins\nfrom _pytest.outcomes import XFailed\nbuiltins.AssertionError = XFailed\n"
 )
+FORGER = "forged by a shadowing module"
 FAKE = (
-    "import os\nprint('PASSED tests/test_calc.py::test_add')\n"
+    f"import os\nprint({FORGER!r})\nprint('PASSED tests/test_calc.py::test_add')\n"
     "print('PASSED tests/test_calc.py::test_mul')\nprint('=== 2 passed in 0.01s ===')\nos._exit(0)\n"
 )
 
@@ -298,7 +299,8 @@ async def test_safe_path_keeps_the_workdir_behind_the_stdlib(
     (root / "argparse.py").write_text(FAKE)
     p = plan(base, patch, clean_collection_files=False, canaries=False, eval_script=probe)
     run = await p.run(DirSandbox(root))
-    assert isinstance(run, GradedRun) and "passed in 0.01s" not in run.log, run.log
+    # (a real run may also take 0.01 s: the forger's own line tells them apart)
+    assert isinstance(run, GradedRun) and FORGER not in run.log, run.log
     assert p.grade_run(run).resolved  # the real run, with the repo still importable
 
 
