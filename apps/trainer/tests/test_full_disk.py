@@ -71,13 +71,18 @@ def test_room_for_results_only_keeps_them_whole(tiny_disk: Path) -> None:
     out = tiny_disk / "run"
     out.mkdir()
     (out / "notes.txt").write_text("mine\n")  # written before the run: never lost
-    fill(tiny_disk, leave_pages=1)  # results.jsonl fits, the chart does not
+    fill(tiny_disk, leave_pages=2)  # the test log and results.jsonl fit, the chart does not
     res = validate(out)
     assert res.returncode == 4, res.stdout + res.stderr
     line = one_line(res.stderr)
     assert line.startswith("disk full:") and f"writing {out / 'chart.svg'}" in line
     assert f"kept in {out}: notes.txt, results.jsonl (each file whole)" in line
-    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "results.jsonl"]  # no temp
+    assert sorted(p.name for p in out.iterdir()) == [
+        "logs",
+        "notes.txt",
+        "results.jsonl",
+    ]  # no temp
+    assert [p.name for p in (out / "logs").iterdir()] == ["patchgym__csvlite-1.gold.log.gz"]
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert [r["outcome"] for r in rows] == ["ok"]
     assert (out / "notes.txt").read_text() == "mine\n"

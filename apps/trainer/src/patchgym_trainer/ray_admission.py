@@ -50,8 +50,10 @@ def actor_name(run_id: str) -> str:
     return f"patchgym-admission-{run_id}"
 
 
-def start_actor(ray: Any, sandbox: BackendConfig, run_id: str) -> str | None:
-    """Start (or find) the run's admission actor on the driver; its name, None if no caps."""
+def start_actor(ray: Any, sandbox: BackendConfig, run_id: str) -> tuple[str, Any] | None:
+    """Start (or find) the run's admission actor on the driver: its name and handle (None
+    if the config sets no caps). The caller keeps the handle for the run: a named actor
+    that is not detached dies with the last handle its owner holds."""
     gate = sandbox.make_admission()
     if gate is None:
         return None
@@ -59,10 +61,12 @@ def start_actor(ray: Any, sandbox: BackendConfig, run_id: str) -> str | None:
     rate = gate.bucket.rate if gate.bucket is not None else None
     burst = int(gate.bucket.burst) if gate.bucket is not None else None
     name = actor_name(run_id)
-    ray.remote(num_cpus=0, max_concurrency=10_000)(AdmissionActor).options(
-        name=name, get_if_exists=True
-    ).remote(gate.max_starting, rate, burst)
-    return name
+    handle = (
+        ray.remote(num_cpus=0, max_concurrency=10_000)(AdmissionActor)
+        .options(name=name, get_if_exists=True)
+        .remote(gate.max_starting, rate, burst)
+    )
+    return name, handle
 
 
 def join(ray: Any, backend: Any, name: str | None) -> None:

@@ -122,9 +122,10 @@ def episode_executor(cfg: AppConfig, rc: RolloutConfig, run_id: str) -> Executor
     ray = connect(cfg.ray)
     remote = ray.remote(num_cpus=cfg.ray.num_cpus_per_episode, max_retries=0)(_episode_on_worker)
     app_json, rc_json = cfg.model_dump_json(by_alias=True), rc.model_dump_json()
-    admission = ray_admission.start_actor(ray, rc.env.sandbox, run_id)
+    actor = ray_admission.start_actor(ray, rc.env.sandbox, run_id)
 
     async def execute(task: Task, sample: int, attempt: int) -> EpisodeResult:
+        admission = actor[0] if actor is not None else None  # the closure holds the actor
         ref = remote.remote(
             app_json, rc_json, run_id, task.model_dump_json(), sample, attempt, admission
         )
@@ -141,13 +142,15 @@ def validate_executor(cfg: AppConfig) -> ValidateFn:
     ray = connect(cfg.ray)
     remote = ray.remote(num_cpus=cfg.ray.num_cpus_per_episode, max_retries=0)(_validate_on_worker)
     app_json = cfg.model_dump_json(by_alias=True)
-    gates: dict[str, str | None] = {}
+    actors: dict[str, tuple[str, Any] | None] = {}  # run id -> the admission actor, held
 
     async def execute(task: Task, kind: str, run_id: str) -> dict[str, Any]:
-        if run_id not in gates:
-            gates[run_id] = ray_admission.start_actor(ray, cfg.sandbox, run_id)
+        if run_id not in actors:
+            actors[run_id] = ray_admission.start_actor(ray, cfg.sandbox, run_id)
+        actor = actors[run_id]
+        name = actor[0] if actor is not None else None
         data: dict[str, Any] = json.loads(
-            await remote.remote(app_json, task.model_dump_json(), kind, run_id, gates[run_id])
+            await remote.remote(app_json, task.model_dump_json(), kind, run_id, name)
         )
         return data
 

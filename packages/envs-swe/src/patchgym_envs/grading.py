@@ -6,7 +6,9 @@ the hidden tests in the sandbox only when grading runs, after the agent is done.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,8 @@ from patchgym_rewards.gitsafe import CLEAN_CONFIG, GIT, tampered
 from patchgym_rewards.r2e import load_expected
 from patchgym_rewards.sandbox import SandboxLike
 from patchgym_rewards.verdict import HackFlag
+
+log_ = logging.getLogger(__name__)
 
 __all__ = [
     "CLEAN_CONFIG",
@@ -100,10 +104,22 @@ async def grade_logged(
     return verdict, run.log
 
 
-def keep_log(path: Path, log: str) -> None:
-    """Write a grading's test log, gzip-compressed (the folder is made)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(gzip.compress(log.encode("utf-8", "surrogateescape")))
+def keep_log(path: Path, log: str) -> bool:
+    """Write a grading's test log, gzip-compressed (the folder is made). Best effort: a
+    log that cannot be written (a full disk) is left out whole, never half-written, and
+    never fails the grading it records; False then."""
+    made = not path.parent.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(gzip.compress(log.encode("utf-8", "surrogateescape")))
+    except OSError as exc:
+        log_.debug("grading log not kept at %s: %s", path, exc.strerror or exc)
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+            if made:
+                path.parent.rmdir()
+        return False
+    return True
 
 
 def check_reward_config(config: Mapping[str, Any]) -> None:
