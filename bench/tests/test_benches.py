@@ -23,12 +23,14 @@ TINY: dict[str, list[str]] = {
         "--backend", "docker", "-n", "3", "--rounds", "1", "--lifecycle-n", "1", "--execs", "1",
         "--concurrency", "2", "--group", "2", "--group-rounds", "1", "--docker-modes", "server",
     ],
+    "cli_startup.py": ["--rounds", "2"],
     "code_graph.py": ["--lines", "300", "--repeat", "1"],
     "grading.py": ["--size-mb", "1", "--repeat", "1", "--episodes", "1", "--backends", "local"],
     "localbuild.py": ["--n", "1", "--no-docker"],
     "ray_rollout.py": ["--episodes-per-task", "1", "--cpus", "2"],
     "rollout.py": ["--concurrency", "2", "--episodes", "2"],
     "sandbox_exec.py": ["--n", "3", "--lifecycles", "1", "--files", "50"],
+    "train_step.py": ["--tasks", "1", "--samples", "2", "--turns", "1", "--max-new-tokens", "8"],
 }  # fmt: skip
 """Each bench's arguments for the smallest run that still goes through all of its code."""
 
