@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,8 +23,16 @@ from patchgym_trainer import ray_admission
 from patchgym_trainer.errors import TrainerError
 from patchgym_trainer.schema import AppConfig, RayConfig
 
+NO_UV_HOOK = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+"""Ray's uv hook, on by default, makes every worker of a driver started under ``uv run``
+run ``uv run`` again in a temporary copy of the working directory, which re-syncs the
+driver's own virtualenv with editable installs pointing into that copy (deleted after the
+run: the environment is then broken). Workers must use the environment as it is."""
+
 
 def _ray() -> Any:
+    for key, value in NO_UV_HOOK.items():  # read by Ray once, when it is first imported
+        os.environ.setdefault(key, value)
     try:
         import ray
     except ImportError as exc:

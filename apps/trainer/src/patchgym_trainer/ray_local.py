@@ -98,7 +98,12 @@ class LocalRayCluster:
         token.write_text(secrets.token_hex(32))
         token.chmod(0o600)
         env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_TOKEN"}
-        self.env = {**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+        self.env = {
+            **env,
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN_PATH": str(token),
+            "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",  # see patchgym_trainer.ray_executor.NO_UV_HOOK
+        }
         """The environment for a driver (and the nodes) of this cluster."""
         self.address = ""
         self._ray = str(Path(sys.executable).parent / "ray")
