@@ -42,3 +42,20 @@ async def backend(local_config: dict[str, Any]) -> AsyncIterator[SandboxBackend]
 def sync_backend(local_config: dict[str, Any]) -> Iterator[SandboxBackend]:
     b = create_backend(local_config)
     yield b
+
+
+def docker_config(*tasks: str) -> dict[str, Any]:
+    """The docker backend's config once it can run the bundled ``tasks`` (their images
+    built); a missing backend package or base image is an engine missing (a failure in CI)."""
+    from patchgym_sandbox import available_backends
+    from patchgym_sandbox.testing import engine_missing
+
+    if "docker" not in available_backends():
+        engine_missing("the docker backend (patchgym-sandbox-docker) is not installed")
+    from patchgym_envs.bundled.docker import base_image_problem, build_image
+
+    if (reason := base_image_problem()) is not None:
+        engine_missing(reason)
+    for task in tasks:
+        build_image(task)
+    return {"type": "docker"}

@@ -15,8 +15,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from patchgym_sandbox import available_backends, create_backend
-from patchgym_sandbox.testing.engines import engine_missing
+from conftest import docker_config
+
+from patchgym_sandbox import create_backend
 from patchgym_sandbox.testing.security import host_processes_with
 
 DRIVER = r"""
@@ -67,14 +68,7 @@ def test_local_exit_without_close_leaves_nothing(local_config: dict[str, Any]) -
 
 
 def test_docker_exit_without_close_leaves_nothing() -> None:
-    if "docker" not in available_backends():
-        engine_missing("the docker backend (patchgym-sandbox-docker) is not installed")
-    from patchgym_envs.bundled.docker import base_image_problem, build_image
-
-    if (reason := base_image_problem()) is not None:
-        engine_missing(reason)
-    build_image("csvlite")
-    config = {"type": "docker"}
+    config = docker_config("csvlite")
     run_id = f"exit-{uuid.uuid4().hex[:8]}"
     run_driver(config, run_id)
     assert asyncio.run(leftovers(config, run_id)) == []

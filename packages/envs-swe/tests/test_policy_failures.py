@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from conftest import docker_config
 
 from patchgym_envs import SWEEnv, bundled_task
-from patchgym_sandbox import available_backends
-from patchgym_sandbox.testing import engine_missing
 
 SMALL = {"memory_mb": 384, "pids": 128, "disk_mb": 128}
 
@@ -78,15 +77,7 @@ ATTACKS = [
 def sandbox_config(request: pytest.FixtureRequest, local_config: dict[str, Any]) -> dict[str, Any]:
     if request.param == "local":
         return local_config
-    if "docker" not in available_backends():
-        engine_missing("the docker backend (patchgym-sandbox-docker) is not installed")
-    from patchgym_envs.bundled.docker import base_image_problem, build_image
-
-    if (reason := base_image_problem()) is not None:
-        engine_missing(reason)
-    build_image("csvlite")
-    build_image("wordwrap")
-    return {"type": "docker"}
+    return docker_config("csvlite", "wordwrap")
 
 
 async def episode(sandbox: dict[str, Any], attack: Attack) -> tuple[float, dict[str, Any]]:

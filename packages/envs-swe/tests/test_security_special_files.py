@@ -17,10 +17,9 @@ import resource
 from typing import Any
 
 import pytest
+from conftest import docker_config
 
 from patchgym_envs import SWEEnv, bundled_task
-from patchgym_sandbox import available_backends
-from patchgym_sandbox.testing import engine_missing
 
 PLANT = (
     "mkfifo fifo.py && truncate -s 256M huge.bin && ln -s huge.bin big.py && "
@@ -36,14 +35,7 @@ DEADLINE_S = 240.0
 def sandbox_config(request: pytest.FixtureRequest, local_config: dict[str, Any]) -> dict[str, Any]:
     if request.param == "local":
         return local_config
-    if "docker" not in available_backends():
-        engine_missing("the docker backend (patchgym-sandbox-docker) is not installed")
-    from patchgym_envs.bundled.docker import base_image_problem, build_image
-
-    if (reason := base_image_problem()) is not None:
-        engine_missing(reason)
-    build_image("wordwrap")
-    return {"type": "docker"}
+    return docker_config("wordwrap")
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:

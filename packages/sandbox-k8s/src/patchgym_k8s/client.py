@@ -137,15 +137,8 @@ class Api:
         self, name: str, resource_version: str | None, timeout_s: float
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Events (type, object) for one pod until ``timeout_s`` passes on the server."""
-        kwargs: dict[str, Any] = {
-            "field_selector": f"metadata.name={name}",
-            "watch": True,
-            "timeout_seconds": max(1, int(timeout_s + 0.999)),
-            "_preload_content": False,
-            "_request_timeout": (10, timeout_s + 15),
-        }
+        kwargs = _watch_kwargs(name, resource_version, timeout_s)
         if resource_version:
-            kwargs["resource_version"] = resource_version
             kwargs["allow_watch_bookmarks"] = False
         try:
             resp = self.core.list_namespaced_pod(self.cfg.namespace, **kwargs)
@@ -206,20 +199,27 @@ class Api:
         self, name: str, resource_version: str | None, timeout_s: float
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Events (type, object) for one DaemonSet until ``timeout_s`` passes on the server."""
-        kwargs: dict[str, Any] = {
-            "field_selector": f"metadata.name={name}",
-            "watch": True,
-            "timeout_seconds": max(1, int(timeout_s + 0.999)),
-            "_preload_content": False,
-            "_request_timeout": (10, timeout_s + 15),
-        }
-        if resource_version:
-            kwargs["resource_version"] = resource_version
+        kwargs = _watch_kwargs(name, resource_version, timeout_s)
         try:
             resp = self.apps.list_namespaced_daemon_set(self.cfg.namespace, **kwargs)
         except ApiException as exc:
             raise from_api_exception(exc, f"watch DaemonSet {name}") from exc
         yield from _events(resp)
+
+
+def _watch_kwargs(name: str, resource_version: str | None, timeout_s: float) -> dict[str, Any]:
+    """A list call's arguments for watching the one object ``name`` until ``timeout_s``
+    passes on the server (from ``resource_version`` when given)."""
+    kwargs: dict[str, Any] = {
+        "field_selector": f"metadata.name={name}",
+        "watch": True,
+        "timeout_seconds": max(1, int(timeout_s + 0.999)),
+        "_preload_content": False,
+        "_request_timeout": (10, timeout_s + 15),
+    }
+    if resource_version:
+        kwargs["resource_version"] = resource_version
+    return kwargs
 
 
 def _json(resp: Any) -> dict[str, Any]:

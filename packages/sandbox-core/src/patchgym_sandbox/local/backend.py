@@ -210,23 +210,13 @@ def sweep_backend_mounts(state_dir: Path) -> list[Path]:
     for entry in state_dir.glob("*-*-*"):
         kind, _, rest = entry.name.partition("-")
         pid = rest.split("-", 1)[0]
-        if kind not in ("views", "etc") or not pid.isdigit() or _alive(int(pid)):
+        if kind not in ("views", "etc") or not pid.isdigit() or forks.pid_alive(int(pid)):
             continue
         mounts = [*entry.iterdir()] if kind == "views" and entry.is_dir() else []
         _unmount_all([entry] if kind == "etc" else mounts)
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _unmount_all(mounts: list[Path]) -> None:

@@ -112,6 +112,11 @@ def _driver_alive(snapshot: Path) -> bool:
         pid = int((snapshot / "driver").read_text())
     except (OSError, ValueError):
         return False
+    return pid_alive(pid)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (a driver that left state behind)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
