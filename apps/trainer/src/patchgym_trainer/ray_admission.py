@@ -54,17 +54,13 @@ def start_actor(ray: Any, sandbox: BackendConfig, run_id: str) -> tuple[str, Any
     """Start (or find) the run's admission actor on the driver: its name and handle (None
     if the config sets no caps). The caller keeps the handle for the run: a named actor
     that is not detached dies with the last handle its owner holds."""
-    gate = sandbox.make_admission()
-    if gate is None:
+    if sandbox.make_admission() is None:
         return None
-    assert isinstance(gate, LocalAdmission)
-    rate = gate.bucket.rate if gate.bucket is not None else None
-    burst = int(gate.bucket.burst) if gate.bucket is not None else None
     name = actor_name(run_id)
     handle = (
         ray.remote(num_cpus=0, max_concurrency=10_000)(AdmissionActor)
         .options(name=name, get_if_exists=True)
-        .remote(gate.max_starting, rate, burst)
+        .remote(sandbox.max_starting, sandbox.creates_per_s, sandbox.creates_burst)
     )
     return name, handle
 
