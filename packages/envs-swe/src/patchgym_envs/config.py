@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
 
-from patchgym_envs.sandboxes import DEFAULT_RESOURCES, spec_for
+from patchgym_envs.sandboxes import DEFAULT_RESOURCES, grading_resources, spec_for
 from patchgym_envs.task import Task
 from patchgym_envs.tools.markup import MAX_ACTION_BYTES, MAX_ACTION_DEPTH
 from patchgym_sandbox import BackendConfig, Resources, SandboxBackend, SandboxSpec
@@ -84,11 +84,17 @@ class EnvConfig(BaseModel):
         return load_config(value)
 
     def sandbox_spec(
-        self, task: Task, backend: SandboxBackend, *, rollout_id: str | None = None
+        self,
+        task: Task,
+        backend: SandboxBackend,
+        *,
+        rollout_id: str | None = None,
+        grading: bool = False,
     ) -> SandboxSpec:
         """The spec of every sandbox an episode uses (its own and the fresh grading one):
         the one place its ``python``, ``run_id``, ``lease_s``, ``resources`` and ``data_roots``
-        reach them."""
+        reach them. ``grading``: a fresh grading sandbox, whose memory limit has the
+        grader's headroom on top (:func:`~patchgym_envs.sandboxes.grading_resources`)."""
         return spec_for(
             task,
             backend,
@@ -96,7 +102,7 @@ class EnvConfig(BaseModel):
             run_id=self.run_id,
             rollout_id=rollout_id,
             lease_s=self.lease_s,
-            resources=self.resources,
+            resources=grading_resources(self.resources) if grading else self.resources,
             data_roots=self.data_roots,
         )
 

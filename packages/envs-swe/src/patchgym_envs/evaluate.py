@@ -35,7 +35,8 @@ async def evaluate_patch(
     A patch that does not apply grades 0 (the patch's fault); infrastructure failures
     come back as a verdict with ``infra_error`` set. ``env``: the run's episode settings;
     the sandbox is built from them as the episode's is (:meth:`EnvConfig.sandbox_spec`:
-    its resources, lease, python, data roots), and its ``setup_timeout_s`` applies.
+    its resources plus the grader's memory headroom, lease, python, data roots), and its
+    ``setup_timeout_s`` applies.
     ``blame_patch`` (episode grading): a failure after the patch is applied (the sandbox
     lost, hidden tests that cannot be staged) is graded again without the patch, and when
     that control succeeds the failure was the patch's: RESOLVED_NO with the reason
@@ -46,7 +47,7 @@ async def evaluate_patch(
         env = env.model_copy(update=updates)
     else:
         env = EnvConfig(python=python, run_id=run_id)
-    spec = env.sandbox_spec(task, backend, rollout_id=rollout_id)
+    spec = env.sandbox_spec(task, backend, rollout_id=rollout_id, grading=True)
     sandbox = backend.sandbox(spec)
     applied = False
     try:

@@ -25,6 +25,31 @@ DEFAULT_RESOURCES = Resources(memory_mb=4096, pids=1024, disk_mb=4096)
 memory, 1,024 processes, 4 GiB written on top of the repository (on the local backend the
 disk is a tmpfs, so written bytes also count as memory)."""
 
+GRADER_HEADROOM_MB = 256
+"""Memory a grading sandbox has beyond anything the patch's processes can fill with files:
+room for the exec server, the test runner and its output capture (see
+:func:`grading_resources`)."""
+
+
+def grading_resources(res: Resources) -> Resources:
+    """The limits of a fresh grading sandbox: the episode's, with the memory limit raised to
+    ``max(memory_mb, disk_mb) + GRADER_HEADROOM_MB``.
+
+    On the local backend the disk is a tmpfs whose pages count as memory and belong to no
+    process: a patch that fills ``/tmp`` while the tests run would otherwise push the
+    sandbox to its memory limit, and the OOM killer, finding no process that owns the
+    pages, could end the sandbox's init (the whole grading). With the headroom the fill
+    stops at ``disk_mb`` (ENOSPC, a failing test) and the headroom stays free for the
+    grader; an anonymous-memory hog is then the largest process in the sandbox and the
+    one the OOM killer ends (a failing test, not a lost sandbox). Without a memory limit
+    there is nothing to raise; without ``disk_mb`` the disk is not capped below memory
+    and only the episode's memory is raised."""
+    if res.memory_mb is None:
+        return res
+    memory = max(res.memory_mb, res.disk_mb or 0) + GRADER_HEADROOM_MB
+    return res.model_copy(update={"memory_mb": memory})
+
+
 DIFF_EXCLUDES = ("':(exclude,glob)**/__pycache__/**'", "':(exclude,glob)**/*.pyc'")
 
 
