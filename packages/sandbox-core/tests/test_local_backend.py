@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import uuid
 from pathlib import Path
 
@@ -89,6 +90,34 @@ async def test_isolation_unavailable_is_reported(
             create_backend({"type": "local", "state_dir": str(tmp_path), "isolation": True})
     finally:
         isolation.bwrap_path.cache_clear()
+
+
+async def test_gvisor_unavailable_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from patchgym_sandbox.local import gvisor
+
+    gvisor.runsc_path.cache_clear()
+    monkeypatch.setattr(gvisor.shutil, "which", lambda _: None)
+    try:
+        with pytest.raises(IsolationUnavailable, match="apt-get install runsc"):
+            create_backend({"type": "local", "state_dir": str(tmp_path), "isolation": "gvisor"})
+    finally:
+        gvisor.runsc_path.cache_clear()
+
+
+async def test_gvisor_refuses_network(tmp_path: Path, template: Path) -> None:
+    """No network under gVisor: asking for one is a config error naming the field."""
+    if shutil.which("runsc") is None:
+        pytest.skip("isolation: gvisor needs runsc")
+    backend = create_backend(
+        {"type": "local", "state_dir": str(tmp_path / "s"), "isolation": "gvisor"}
+    )
+    with pytest.raises(ConfigError, match="network"):
+        async with backend.sandbox(SandboxSpec(template=str(template), network=True)):
+            pass
+    assert not [p for p in (tmp_path / "s").iterdir() if p.name.startswith("pg-")]
+    await backend.aclose()
 
 
 async def test_memory_limit_holds_for_root(tmp_path: Path) -> None:

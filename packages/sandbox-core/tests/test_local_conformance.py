@@ -3,6 +3,7 @@ working-copy modes, and with the explicit ``isolation: none`` opt-out."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -36,3 +37,12 @@ class TestLocalUnisolated(TestLocalOverlay):
     @pytest.fixture
     def backend_config(self, tmp_path: Path) -> dict[str, Any]:
         return {"type": "local", "state_dir": str(tmp_path / "state"), "isolation": "none"}
+
+
+@pytest.mark.skipif(shutil.which("runsc") is None, reason="isolation: gvisor needs runsc")
+class TestLocalGvisor(TestLocalOverlay):
+    """``isolation: gvisor``: the same sandbox under runsc (the strongest local mode)."""
+
+    @pytest.fixture
+    def backend_config(self, tmp_path: Path) -> dict[str, Any]:
+        return {"type": "local", "state_dir": str(tmp_path / "state"), "isolation": "gvisor"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,3 +22,12 @@ class TestLocalSecurity(SandboxSecurity):
     @pytest.fixture
     def sandbox_spec(self, template_repo: Path) -> SandboxSpec:
         return SandboxSpec(template=str(template_repo), workdir="/testbed")
+
+
+@pytest.mark.skipif(shutil.which("runsc") is None, reason="isolation: gvisor needs runsc")
+class TestLocalGvisorSecurity(TestLocalSecurity):
+    """``isolation: gvisor``: the same attacks against the sandbox under runsc."""
+
+    @pytest.fixture
+    def backend_config(self, tmp_path: Path) -> dict[str, Any]:
+        return {"type": "local", "state_dir": str(tmp_path / "state"), "isolation": "gvisor"}

@@ -221,11 +221,31 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
                 while data:
                     data = data[os.write(master, data) :]
             elif op == b"I":
-                pgid = os.tcgetpgrp(master)
+                try:
+                    pgid = os.tcgetpgrp(master)
+                except OSError:  # gVisor: no TIOCGPGRP on a pty master, tpgid reads 0
+                    pgid = _newest_job(proc.pid)
                 if pgid > 0 and pgid != proc.pid:
                     os.killpg(pgid, signal.SIGKILL)
         except OSError:
             pass
+
+
+def _newest_job(sid):
+    # type: (int) -> int
+    """The newest process group of session ``sid`` but the shell's own: the job the shell
+    waits for (the foreground one) where the terminal cannot say; -1 when there is none."""
+    newest = -1
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % name) as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        pgrp, session = int(fields[2]), int(fields[3])
+        if session == sid and pgrp != sid:
+            newest = max(newest, pgrp)
+    return newest
 
 
 def main():

@@ -30,7 +30,7 @@ from patchgym_sandbox import beneath, seccomp
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import PrepareReport, SandboxBackend, SandboxInfo
 from patchgym_sandbox.errors import ConfigError, IsolationUnavailable, SandboxLost
-from patchgym_sandbox.local import cgroups, forks, oomguard, records, rootless, workcopy
+from patchgym_sandbox.local import cgroups, forks, gvisor, oomguard, records, rootless, workcopy
 from patchgym_sandbox.local.config import LocalConfig
 from patchgym_sandbox.local.isolation import (
     bwrap_argv,
@@ -88,8 +88,8 @@ class LocalBackend(SandboxBackend):
         for a backend dropped without it, when it is collected or the process exits."""
         weakref.finalize(self, _unmount_all, self._mounts)
         self._views_dir = config.state_dir / f"views-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        if config.isolation == "bwrap":
-            bwrap_path()
+        if config.isolation != "none":
+            bwrap_path() if config.isolation == "bwrap" else gvisor.runsc_path()
             self.cgroups = cgroups.layout()
             log.debug("local backend: %s", self.cgroups.describe())
         else:
@@ -105,7 +105,7 @@ class LocalBackend(SandboxBackend):
 
     @property
     def isolated(self) -> bool:
-        return self.config.isolation == "bwrap"
+        return self.config.isolation != "none"
 
     def executor(self) -> ThreadPoolExecutor:
         if self._executor is None:
@@ -293,6 +293,8 @@ class LocalSandbox(Sandbox):
     async def _start(self) -> None:
         if self.spec.user is not None:
             raise ConfigError("the local backend cannot switch users; leave `user` unset")
+        if self.spec.network and self._backend.config.isolation == "gvisor":
+            raise ConfigError("`network`: isolation: gvisor sandboxes have none; use bwrap")
         template = Path(self.spec.template).resolve() if self.spec.template else None
         if template is not None and not template.is_dir():
             raise ConfigError(f"local template {self.spec.template!r} is not a directory")
@@ -363,39 +365,51 @@ class LocalSandbox(Sandbox):
         uid = self._backend.sandbox_uid
         paths = [p for p in [*self._backend.readonly_paths(), *map(Path, self.spec.mounts)]
                  if p.exists()]  # fmt: skip
+        gvisor_mode = self._backend.config.isolation == "gvisor"
+        bundle = self._base / "gvisor"
         sources = [self._backend.etc_dir(), self._tmp, self._root, *paths]
+        if gvisor_mode:
+            sources.append(bundle)
         staged = rootless.staged_paths(sources) if uid is not None else sources
+        readonly = list(zip(staged[3 : 3 + len(paths)], paths, strict=True))
         filter_fd = seccomp.bpf_fd()
+        info_fd: list[int] = []
 
         def preexec() -> None:
             """Still root: private staging mounts, into the cgroups before any namespace
             exists (so the cgroup namespace's root is the sandbox's own group), then the
-            sandbox's uid for good."""
-            if uid is None:
-                return
-            rootless.private_mounts(sources)
-            cgroups.add(groups, os.getpid())
-            rootless.become(uid)
+            sandbox's uid for good (gvisor: then the PID report runsc does not make)."""
+            if uid is not None:
+                rootless.private_mounts(sources)
+            if uid is not None or info_fd:
+                cgroups.add(groups, os.getpid())
+            if uid is not None:
+                rootless.become(uid)
+            if info_fd:
+                gvisor.report_pid(info_fd[0])
 
-        argv_for = partial(
-            bwrap_argv,
-            etc=staged[0],
-            readonly=list(zip(staged[3:], paths, strict=True)),
-            root=staged[2],
-            workdir=self.workdir,
-            tmp=staged[1],
-            network=self.spec.network,
-            seccomp_fd=filter_fd,
-        )
+        etc, tmp, root, workdir = staged[0], staged[1], staged[2], self.workdir
+
+        def argv_for(info: int, block: int, command: list[str]) -> list[str]:
+            if not gvisor_mode:
+                return [*bwrap_argv(etc=etc, readonly=readonly, root=root, workdir=workdir,
+                                    tmp=tmp, network=self.spec.network, info_fd=info,
+                                    block_fd=block, seccomp_fd=filter_fd), *command]  # fmt: skip
+            config = gvisor.spec(argv=command, env=self._env({}), etc=etc, readonly=readonly,
+                                 root=root, workdir=workdir, tmp=tmp)  # fmt: skip
+            gvisor.write_bundle(bundle, config, uid)
+            info_fd.append(info)
+            return gvisor.runsc_argv(bundle=staged[-1], sandbox_id=self.id)
+
         try:
             return launch(
-                lambda info, block: argv_for(info_fd=info, block_fd=block),
+                argv_for,
                 python=self._backend.python(),
                 env=self._env({}),
                 rlimits={"RLIMIT_CPU": res.cpu_time_s} if res.cpu_time_s else {},
                 on_init=lambda pid: cgroups.add(groups, pid),
                 sandbox_id=self.id,
-                log=self._base / "bwrap.log",
+                log=self._base / "isolation.log",
                 preexec_fn=preexec,
                 pass_fds=(filter_fd,),
             )

@@ -26,10 +26,12 @@ class LocalConfig(BackendConfig):
     """Where working copies and lease records live; ``reap`` scans it."""
     copy_mode: Literal["auto", "overlay", "copy"] = "auto"
     """``overlay`` needs root; ``copy`` is ``cp -a --reflink=auto``; ``auto`` tries overlay first."""
-    isolation: Literal["bwrap", "none"] = "bwrap"
+    isolation: Literal["bwrap", "gvisor", "none"] = "bwrap"
     """``bwrap`` (default): every sandbox is its own set of namespaces on a minimal root
     (see ``patchgym_sandbox.local.isolation``), limits in cgroups; ``start`` fails with
-    IsolationUnavailable naming the fix where bubblewrap cannot run. ``none`` runs commands
+    IsolationUnavailable naming the fix where bubblewrap cannot run. ``gvisor``: the same
+    sandbox under gVisor's ``runsc`` (its own user-space kernel; no network; see
+    ``patchgym_sandbox.local.gvisor``); IsolationUnavailable where runsc cannot run. ``none`` runs commands
     as plain processes of this machine: no security boundary; logs a warning once per run."""
     readonly_paths: list[Path] | None = None
     """Host paths bound read-only at the same place inside (e.g. a task's virtualenv);

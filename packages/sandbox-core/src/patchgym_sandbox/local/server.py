@@ -173,7 +173,7 @@ class ServerShell(ShellChannel):
 
 
 def launch(
-    argv_for: Callable[[int, int], list[str]],
+    argv_for: Callable[[int, int, list[str]], list[str]],
     *,
     python: str,
     env: Mapping[str, str],
@@ -184,14 +184,17 @@ def launch(
     preexec_fn: Callable[[], None] | None = None,
     pass_fds: Sequence[int] = (),
 ) -> ServerConnection:
-    """Start the sandbox. ``argv_for(info_fd, block_fd)`` is bubblewrap's argv; ``on_init``
+    """Start the sandbox. ``argv_for(info_fd, block_fd, command)`` is the whole argv running
+    ``command`` (the exec server) in the sandbox, speaking bubblewrap's info/block fd
+    protocol (bubblewrap itself, or :mod:`~patchgym_sandbox.local.gvisor`'s); ``on_init``
     gets the init's PID while bubblewrap waits (to place it in cgroups) before anything runs;
     ``preexec_fn`` runs in the child before bubblewrap (drops root, see ``local.rootless``)."""
     info_r, info_w = os.pipe()
     block_r, block_w = os.pipe()
     config = json.dumps({"rlimits": dict(rlimits)})
-    argv = [*argv_for(info_w, block_r), python, "-I", "-S", "-c", _source("nsinit.py"),
-            _source("serve.py"), _source("supervisor.py"), config]  # fmt: skip
+    command = [python, "-I", "-S", "-c", _source("nsinit.py"), _source("serve.py"),
+               _source("supervisor.py"), config]  # fmt: skip
+    argv = argv_for(info_w, block_r, command)
     try:
         with open(log, "wb") as err:
             proc = subprocess.Popen(
@@ -211,9 +214,10 @@ def launch(
         init_pid = _read_child_pid(info_r)
         if init_pid is None:
             proc.wait(READY_TIMEOUT_S)
-            raise IsolationUnavailable(f"bubblewrap failed to start: {_tail(log)}")
+            raise IsolationUnavailable(f"the sandbox failed to start: {_tail(log)}")
         on_init(init_pid)
-        os.write(block_w, b"1")
+        with contextlib.suppress(BrokenPipeError):  # no --block-fd (runsc): nothing waits
+            os.write(block_w, b"1")
     except BaseException:
         with contextlib.suppress(OSError):
             proc.kill()

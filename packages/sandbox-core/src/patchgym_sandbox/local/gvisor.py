@@ -1,0 +1,156 @@
+"""gVisor (``runsc``) argv and OCI bundle for a sandbox: ``isolation: gvisor``.
+
+The same sandbox as :mod:`patchgym_sandbox.local.isolation` builds with bubblewrap (the
+minimal root, the filtered ``/etc``, the interpreter prefixes read-only, the private
+``/tmp``, the working copy at the workdir, the exec server as PID 1), but the commands run
+on gVisor's user-space kernel (the Sentry) instead of this machine's: every system call a
+command makes is answered by the Sentry, which itself runs under a tight seccomp filter,
+so a kernel bug reachable from a sandbox's system calls is not a host kernel bug. Files
+reach it through gVisor's gofer (9p), which runs as the sandbox's unprivileged host uid
+(``runsc --rootless`` started as :data:`~patchgym_sandbox.local.rootless.SANDBOX_UID`).
+
+The policy of :mod:`patchgym_sandbox.seccomp` is loaded inside as the bundle's OCI seccomp
+profile (``--oci-seccomp``). Limits stay cgroups of this machine around the ``runsc``
+processes (``--ignore-cgroups``: runsc makes none of its own); the Sentry's memory is one
+host process, so the memory limit ends the whole sandbox where bubblewrap ends one command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from patchgym_sandbox import seccomp
+from patchgym_sandbox.errors import IsolationUnavailable
+from patchgym_sandbox.local import rootless
+from patchgym_sandbox.local.isolation import SYSTEM_DIRS
+
+FIX = (
+    "install gVisor (apt-get install runsc) on a kernel that lets an unprivileged user make "
+    "user namespaces, or choose `isolation: bwrap`"
+)
+
+
+def _flags(state: Path) -> list[str]:
+    return ["--rootless", "--ignore-cgroups", f"--root={state}"]
+
+
+@cache
+def runsc_path() -> str:
+    """Path of a working ``runsc``; raises :class:`IsolationUnavailable` naming the fix."""
+    path = shutil.which("runsc")
+    if path is None:
+        raise IsolationUnavailable(f"isolation: gvisor runs sandboxes under runsc: {FIX}")
+    with tempfile.TemporaryDirectory(prefix="patchgym-runsc-") as tmp:
+        uid = rootless.SANDBOX_UID if os.geteuid() == 0 else None
+        if uid is not None:
+            os.chown(tmp, uid, uid)
+        probe = subprocess.run(
+            [path, *_flags(Path(tmp) / "state"), "--network=none", "do", "true"],
+            capture_output=True,
+            env={"PATH": "/usr/bin:/bin", "TMPDIR": tmp, "HOME": tmp},
+            preexec_fn=(lambda: rootless.become(uid)) if uid is not None else None,
+            timeout=60,
+        )
+    if probe.returncode != 0:
+        raise IsolationUnavailable(
+            "runsc is installed but cannot start a sandbox here "
+            f"({probe.stderr.decode(errors='replace').strip()[-500:]}): {FIX}"
+        )
+    return path
+
+
+def _profile() -> dict[str, Any]:
+    """:func:`patchgym_sandbox.seccomp.docker_profile` less its ``clone3`` rule: runsc's
+    OCI seccomp answers every rule with EPERM (``errnoRet`` is not honoured), and glibc
+    falls back from ``clone3`` to ``clone`` only on ENOSYS, which is what this Sentry
+    answers for ``clone3`` itself (every thread start failed with the rule in)."""
+    profile = seccomp.docker_profile()
+    profile["syscalls"] = [r for r in profile["syscalls"] if r["names"] != ["clone3"]]
+    return profile
+
+
+def _bind(source: Path | str, dest: str, *, ro: bool) -> dict[str, Any]:
+    return {"destination": dest, "type": "bind", "source": str(source),
+            "options": ["rbind", "ro" if ro else "rw", "nosuid", "nodev"]}  # fmt: skip
+
+
+def spec(
+    *,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    etc: Path,
+    readonly: Sequence[tuple[Path, Path]],
+    root: Path,
+    workdir: str,
+    tmp: Path,
+) -> dict[str, Any]:
+    """The bundle's ``config.json``: an empty read-only root with the sandbox's mounts."""
+    mounts: list[dict[str, Any]] = [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs"},
+    ]
+    for d in SYSTEM_DIRS:
+        if os.path.isdir(d):  # a link (/bin -> usr/bin) is bound as the directory it names
+            mounts.append(_bind(os.path.realpath(d), d, ro=True))
+    mounts.append(_bind(etc, "/etc", ro=True))
+    mounts.append(_bind(tmp, "/tmp", ro=False))
+    mounts += [_bind(staged, str(inside), ro=True) for staged, inside in readonly]
+    mounts.append(_bind(root, workdir, ro=False))
+    no_caps: dict[str, list[str]] = {
+        k: [] for k in ("bounding", "effective", "permitted", "inheritable", "ambient")
+    }
+    return {
+        "ociVersion": "1.0.2",
+        "process": {
+            "user": {"uid": 0, "gid": 0},
+            "args": list(argv),
+            "env": [f"{k}={v}" for k, v in env.items()],
+            "cwd": workdir,
+            "noNewPrivileges": True,
+            "capabilities": no_caps,
+        },
+        "root": {"path": "rootfs", "readonly": True},
+        "hostname": "sandbox",
+        "mounts": mounts,
+        "linux": {
+            "namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts", "network")],
+            "seccomp": _profile(),
+            "maskedPaths": list(seccomp.MASKED_PATHS),
+            "readonlyPaths": list(seccomp.READONLY_PATHS),
+        },
+    }
+
+
+def write_bundle(bundle: Path, config: Mapping[str, Any], uid: int | None) -> None:
+    """``bundle/config.json``, the empty ``rootfs`` and runsc's ``state`` directory (owned
+    by ``uid``, who runs runsc)."""
+    for d in (bundle, bundle / "rootfs", bundle / "state"):
+        d.mkdir()
+        if uid is not None:
+            rootless.own(d, uid)
+    (bundle / "config.json").write_text(json.dumps(config))
+
+
+def report_pid(info_fd: int) -> None:
+    """In the child before it execs runsc, already in the sandbox's cgroups: answer the
+    launcher's ``--info-fd`` as bubblewrap would (see
+    :func:`patchgym_sandbox.local.server.launch`). runsc has no ``--block-fd``: the child
+    placed itself in the cgroups before exec, so there is nothing to wait for."""
+    os.write(info_fd, b'{"child-pid": %d}' % os.getpid())
+    os.close(info_fd)
+
+
+def runsc_argv(*, bundle: Path, sandbox_id: str) -> list[str]:
+    """``runsc run`` of the bundle, attached: the Sentry and the gofer die with it."""
+    return [
+        runsc_path(), *_flags(bundle / "state"), "--network=none", "--oci-seccomp",
+        "run", "--bundle", str(bundle), sandbox_id,
+    ]  # fmt: skip
