@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -27,6 +28,20 @@ class TestLocalSecurity(SandboxSecurity):
 @pytest.mark.skipif(shutil.which("runsc") is None, reason="isolation: gvisor needs runsc")
 class TestLocalGvisorSecurity(TestLocalSecurity):
     """``isolation: gvisor``: the same attacks against the sandbox under runsc."""
+
+    specials_reach_driver = False  # FIFOs and sockets live in the Sentry, not on the host
+    proc_cgroup_lists_groups = False  # the Sentry's /proc/self/cgroup is empty
+    pids_limit = 512  # the pids cgroup also holds runsc's own threads (~100): 64 cannot start
+    cannot_prevent: ClassVar[Mapping[str, str]] = {
+        "kill_driver": "gVisor (runsc 20221219) delivers SIGKILL sent from inside to the "
+        "sandbox's PID 1 (Linux drops it), so `kill -9 1` ends the sandbox; the host and "
+        "the driver are untouched, and the policy's own failure is scored 0 (blame)",
+        "exceed_memory": "the memory limit holds, but the Sentry is one host process: the "
+        "OOM killer ends the whole sandbox rather than the one command over the limit",
+        "exceed_process_count": "the pids limit holds for this machine, but the pids cgroup "
+        "counts runsc's host threads and ptrace stubs, not the sandbox's tasks: reaching it "
+        "ends the whole sandbox (the Sentry cannot start a thread), not one fork",
+    }
 
     @pytest.fixture
     def backend_config(self, tmp_path: Path) -> dict[str, Any]:
