@@ -66,7 +66,9 @@ async def test_a_patch_filling_tmp_is_graded_by_its_tests(
 ) -> None:
     patch = hostile_patch(tmp_path, FILL_TMP)
     env = EnvConfig(resources=EQUAL)
-    verdict = await evaluate_patch(bundled_task("csvlite"), patch, backend, env=env, blame_patch=True)
+    verdict = await evaluate_patch(
+        bundled_task("csvlite"), patch, backend, env=env, blame_patch=True
+    )
     assert verdict.infra_error is None, verdict
     assert verdict.status.value == "RESOLVED_NO" and verdict.reward == 0.0, verdict
     assert verdict.parsed > 0 and verdict.rejected is None, verdict  # the tests ran and report
@@ -80,7 +82,9 @@ async def test_a_patch_filling_tmp_then_memory_loses_its_run(
 ) -> None:
     patch = hostile_patch(tmp_path, FILL_TMP + FILL_MEMORY)
     env = EnvConfig(resources=EQUAL)
-    verdict = await evaluate_patch(bundled_task("csvlite"), patch, backend, env=env, blame_patch=True)
+    verdict = await evaluate_patch(
+        bundled_task("csvlite"), patch, backend, env=env, blame_patch=True
+    )
     assert verdict.infra_error is None, verdict
     assert verdict.status.value == "RESOLVED_NO" and verdict.reward == 0.0, verdict
     assert verdict.rejected, verdict  # the run's reason: killed without reporting
