@@ -11,6 +11,7 @@ the attacks are cheap.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,10 +74,14 @@ ATTACKS = [
 ]
 
 
-@pytest.fixture(params=["local", "docker"])
+@pytest.fixture(params=["local", "local-gvisor", "docker"])
 def sandbox_config(request: pytest.FixtureRequest, local_config: dict[str, Any]) -> dict[str, Any]:
     if request.param == "local":
         return local_config
+    if request.param == "local-gvisor":
+        if shutil.which("runsc") is None:
+            pytest.skip("isolation: gvisor needs runsc")
+        return {**local_config, "isolation": "gvisor"}
     return docker_config("csvlite", "wordwrap")
 
 
