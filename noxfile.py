@@ -127,7 +127,7 @@ def tests_cgroup_v2(session: nox.Session) -> None:
 STRESS_SUITES: dict[str, tuple[str, ...]] = {
     "sandbox-core": (
         "tests/test_local_conformance.py::TestLocalOverlay",
-        "tests/test_local_security.py",
+        "tests/test_local_security.py::TestLocalSecurity",
     ),
     "sandbox-docker": (
         "tests/test_docker_conformance.py::TestDockerConformance",
