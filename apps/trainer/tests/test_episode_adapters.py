@@ -178,7 +178,7 @@ async def run_agents(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -
 
 
 async def run_trl(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> Seen:
-    from patchgym_trainer.trl_engine.rollout import EpisodeRollout, RolloutSettings
+    from patchgym_trainer.engines.trl.rollout import EpisodeRollout, RolloutSettings
 
     settings = RolloutSettings(
         scaffold="r2egym",
@@ -221,8 +221,8 @@ async def run_rllm(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> 
 
     from rllm.workflows.workflow import TerminationEvent, TerminationReason
 
-    from patchgym_trainer.infra_rule import InfraEpisodeError
-    from patchgym_trainer.rllm.workflow import TERMINATION, PatchgymSWEWorkflow
+    from patchgym_trainer.engines.infra_rule import InfraEpisodeError
+    from patchgym_trainer.engines.rllm.workflow import TERMINATION, PatchgymSWEWorkflow
 
     nxt = sc.script(task)
 
@@ -275,7 +275,7 @@ def tokenizer() -> Any:
     if not has("tokenizers") or not has("transformers"):
         return None
     from patchgym_envs import bundled_tasks
-    from patchgym_trainer.tiny_model import train_tokenizer
+    from patchgym_trainer.testing.tiny_model import train_tokenizer
 
     corpus = [bash("ls"), bash(f"echo {LOST}"), bash(f"echo {CLOSED}"), "no tool call here"]
     for t in bundled_tasks():

@@ -18,9 +18,9 @@ import pytest
 
 from patchgym_envs import SWEEnv, bundled_task
 from patchgym_sandbox import SyncBackend
-from patchgym_trainer.rllm.sandbox_adapter import RLLMSandbox
+from patchgym_trainer.engines.rllm.sandbox_adapter import RLLMSandbox
 
-SRC = Path(__file__).parents[1] / "src" / "patchgym_trainer" / "rllm"
+SRC = Path(__file__).parents[1] / "src" / "patchgym_trainer" / "engines" / "rllm"
 
 # rllm.sandbox.protocol.Sandbox (name -> parameter names after self)
 SANDBOX_PROTOCOL = {
@@ -144,7 +144,7 @@ def test_env_adapter_raises_infra_failures() -> None:
 
 
 def test_infra_rule_reads_the_env_verdict() -> None:
-    from patchgym_trainer.infra_rule import InfraEpisodeError, infra_error_of
+    from patchgym_trainer.engines.infra_rule import InfraEpisodeError, infra_error_of
 
     assert infra_error_of({"reward_valid": True, "resolved": False}) is None
     assert infra_error_of(None) is None
@@ -173,7 +173,7 @@ def test_without_rllm_the_error_names_the_install_line() -> None:
     from patchgym_trainer.errors import MissingExtra
 
     with pytest.raises(MissingExtra, match=r"git\+https://github\.com/rllm-org/rllm@"):
-        import patchgym_trainer.rllm.env_agent  # noqa: F401
+        import patchgym_trainer.engines.rllm.env_agent  # noqa: F401
 
 
 def test_sandbox_adapter_on_the_local_backend(tmp_path: Path) -> None:

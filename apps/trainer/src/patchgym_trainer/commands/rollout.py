@@ -151,7 +151,7 @@ async def run_rollout(
     )
     executor = None
     if cfg.run.executor == "ray":
-        from patchgym_trainer.ray_executor import episode_executor
+        from patchgym_trainer.executors.ray import episode_executor
 
         executor = episode_executor(cfg, rc, rc.env.run_id or default_run_id(rc))
     provider = tracing.start(cfg.run)

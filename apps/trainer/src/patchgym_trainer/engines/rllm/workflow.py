@@ -15,9 +15,9 @@ engine shares); :class:`RllmTurns` is its rLLM part (model calls through the wor
 ``rollout_engine``, a ``length`` finish ends the episode as ``max_tokens``). On both, an
 episode that reaches ``max_steps`` without the env saying done is graded like the v0.2
 path (``compute_final_reward``: the tests run on the current patch). Masked outcomes
-(infrastructure) follow :mod:`patchgym_trainer.infra_rule`: the trajectory's
+(infrastructure) follow :mod:`patchgym_trainer.engines.infra_rule`: the trajectory's
 steps are moved out (``trajectory.info["infra_steps"]``) and
-:class:`~patchgym_trainer.infra_rule.InfraEpisodeError` ends the episode as
+:class:`~patchgym_trainer.engines.infra_rule.InfraEpisodeError` ends the episode as
 ``TerminationReason.ERROR``, which rLLM's engines retry, then drop or mask. Model calls
 go through the workflow's ``rollout_engine`` (token ids and logprobs stay on rLLM's side).
 """
@@ -27,8 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 from patchgym_agents.driver import EndReason, EpisodeDriver, Outcome, Turns
-from patchgym_trainer.infra_rule import InfraEpisodeError
-from patchgym_trainer.rllm import require_rllm
+from patchgym_trainer.engines.infra_rule import InfraEpisodeError
+from patchgym_trainer.engines.rllm import require_rllm
 
 require_rllm()
 
@@ -41,7 +41,7 @@ from rllm.workflows.workflow import (  # noqa: E402
     Workflow,
 )
 
-from patchgym_trainer.rllm.env_agent import PatchgymSWEAgent, PatchgymSWEEnv  # noqa: E402
+from patchgym_trainer.engines.rllm.env_agent import PatchgymSWEAgent, PatchgymSWEEnv  # noqa: E402
 
 GRADED_AT_CUTOFF = frozenset(
     {TerminationReason.MAX_TURNS_EXCEEDED, TerminationReason.MAX_RESPONSE_LENGTH_EXCEEDED}
