@@ -125,15 +125,24 @@ def test_workflow_matches_workflow_run() -> None:
     assert "asyncio.run" not in (SRC / "workflow.py").read_text()
 
 
-def test_multi_turn_workflow_grades_and_closes() -> None:
+def test_multi_turn_workflow_is_the_shared_driver() -> None:
+    """``MultiTurnWorkflow``'s constructor, the driver's loop: no episode loop of its own."""
     cls = ast_class(SRC / "workflow.py", "PatchgymMultiTurnWorkflow")
     assert [b.id for b in cls.bases if isinstance(b, ast.Name)] == ["MultiTurnWorkflow"]
     run = methods(cls)["run"]
+    assert isinstance(run, ast.AsyncFunctionDef)
     assert ast_params(run) == WORKFLOW_RUN
-    source = ast.unparse(run)
-    assert "compute_final_reward" in source and "drop_steps_for_infra" in source
-    outer = run.body[0]
-    assert isinstance(outer, ast.Try) and "self.env.close" in ast.unparse(outer.finalbody)
+    assert "EpisodeDriver(" in ast.unparse(run)
+    first = run.body[0]  # the stock workflow's reset, through the executor
+    assert ast.unparse(first) == "await self.timed_env_call(self.reset, task=task, uid=uid)"
+
+
+def test_no_workflow_loops_over_turns() -> None:
+    """Every episode loop is the driver's: no ``for``/``while`` in an rLLM adapter's run."""
+    for name in ("PatchgymSWEWorkflow", "PatchgymMultiTurnWorkflow"):
+        run = methods(ast_class(SRC / "workflow.py", name))["run"]
+        loops = [n for n in ast.walk(run) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))]
+        assert not loops, name
 
 
 def test_env_adapter_raises_infra_failures() -> None:
