@@ -6,7 +6,7 @@
 
 Each row runs ``patchgym rollout rollout.policy=gold`` over the bundled tasks with
 ``rollout.concurrency=<cpus>`` as its own process, as a user does: ``run.executor=local``
-(the baseline), then ``run.executor=ray`` on a :class:`~patchgym_trainer.ray_local.LocalRayCluster`
+(the baseline), then ``run.executor=ray`` on a :class:`~patchgym_trainer.executors.ray_local.LocalRayCluster`
 of one node with ``cpus`` CPUs, then of two nodes with ``cpus / 2`` each. The wall time is
 the command's, so Ray's connect and task start-up count; starting the cluster does not.
 On one machine a second node adds no cores: the two-node row measures what distribution
@@ -27,7 +27,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from patchgym_trainer.ray_local import LocalRayCluster
+from patchgym_trainer.executors.ray_local import LocalRayCluster
 
 console = Console(width=160)
 

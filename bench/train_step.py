@@ -5,7 +5,7 @@
     python bench/train_step.py --model /models/Qwen2.5-0.5B-Instruct --max-new-tokens 256
 
 Both rows run the same episodes (``--tasks`` bundled tasks x ``--samples``, local
-sandboxes, the model acting) through :class:`~patchgym_trainer.trl_engine.rollout.EpisodeRollout`:
+sandboxes, the model acting) through :class:`~patchgym_trainer.engines.trl.rollout.EpisodeRollout`:
 ``sequential`` is one episode and one sequence per ``generate`` at a time (the engine
 before batching), ``batched`` runs the episodes concurrently and generates each turn for
 all live episodes in one call. Per row: rollout wall time, the part spent generating,
@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 from patchgym_envs import EnvConfig, bundled_tasks
-from patchgym_trainer.trl_engine.rollout import EpisodeRollout, RolloutSettings, prompt_messages
+from patchgym_trainer.engines.trl.rollout import EpisodeRollout, RolloutSettings, prompt_messages
 
 
 class GpuBusy:
@@ -75,7 +75,7 @@ def load(model_path: str | None) -> tuple[Any, Any, str]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if model_path is None:
-        from patchgym_trainer.tiny_model import build_tiny_model
+        from patchgym_trainer.testing.tiny_model import build_tiny_model
 
         model_path = str(Path(tempfile.mkdtemp(prefix="pg-bench-tiny-")) / "tiny-qwen")
         build_tiny_model(model_path)

@@ -1,7 +1,7 @@
 """End to end on CPU: a tiny random model behind an OpenAI-compatible server, `patchgym rollout`.
 
 1. build a random-weight Qwen2 (a few million parameters) with a byte-level BPE tokenizer
-   trained here (``patchgym_trainer.tiny_model``; nothing downloaded);
+   trained here (``patchgym_trainer.testing.tiny_model``; nothing downloaded);
 2. serve it with a minimal OpenAI-compatible server (``/v1/models``,
    ``/v1/chat/completions``; transformers ``generate`` on CPU, one request at a time);
 3. run ``patchgym rollout`` against it for two bundled tasks on the local backend, through
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     timings: dict[str, float] = {}
 
     t0 = time.monotonic()
-    from patchgym_trainer.tiny_model import build_tiny_model
+    from patchgym_trainer.testing.tiny_model import build_tiny_model
 
     model_dir = build_tiny_model(out / "tiny-qwen")
     timings["build_model_s"] = time.monotonic() - t0

@@ -1,7 +1,7 @@
 """A real RL training step on CPU through our environment: `patchgym train preset=cpu_smoke`.
 
 1. build a random-weight Qwen2 with a byte-level BPE tokenizer trained here
-   (``patchgym_trainer.tiny_model``; nothing downloaded);
+   (``patchgym_trainer.testing.tiny_model``; nothing downloaded);
 2. run the CLI as a user would: ``patchgym train preset=cpu_smoke`` (TRL's GRPOTrainer,
    engine=trl) on two bundled tasks in local sandboxes under a private state folder;
 3. check what a training step must show, from the run's ``train_summary.json`` and
@@ -47,7 +47,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
 
-    from patchgym_trainer.tiny_model import build_tiny_model
+    from patchgym_trainer.testing.tiny_model import build_tiny_model
 
     model_dir = build_tiny_model(out / "tiny-qwen")
     print(f"[{time.monotonic() - t0:6.1f}s] tiny model built at {model_dir}", flush=True)
@@ -76,7 +76,7 @@ def verify(run_dir: Path, model_dir: Path, state_dir: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from patchgym_trainer.trl_engine.launch import leftover_sandboxes, read_summary
+    from patchgym_trainer.engines.trl.launch import leftover_sandboxes, read_summary
 
     s = read_summary(run_dir)
     print(f"      summary: steps={s.steps} losses={s.losses} rewards={s.rewards} "

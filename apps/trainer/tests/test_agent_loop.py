@@ -22,7 +22,7 @@ pytestmark = require("verl", "cpu")
 def tokenizer() -> Any:
     from patchgym_agents import agent_scaffold
     from patchgym_envs import bundled_tasks
-    from patchgym_trainer.tiny_model import train_tokenizer
+    from patchgym_trainer.testing.tiny_model import train_tokenizer
 
     corpus = []
     for task in bundled_tasks():
@@ -78,7 +78,7 @@ def make_loop(tokenizer: Any, server: StandInServer, env_args: dict[str, Any]) -
     )
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    import patchgym_trainer.verl_engine.agent_loop  # noqa: F401  (registers the loop)
+    import patchgym_trainer.engines.verl.agent_loop  # noqa: F401  (registers the loop)
 
     entry = {
         **_agent_loop_registry["patchgym_swe"],
@@ -195,7 +195,7 @@ async def test_samples_of_a_prompt_share_one_sandbox_group(tokenizer: Any) -> No
     import asyncio
 
     from patchgym_envs import bundled_task
-    from patchgym_trainer.verl_engine.agent_loop import shared_groups
+    from patchgym_trainer.engines.verl.agent_loop import shared_groups
 
     task = bundled_task("romanum")
     outs = await asyncio.gather(

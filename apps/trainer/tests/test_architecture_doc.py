@@ -1,8 +1,10 @@
 """docs/architecture.md names only what exists: modules, files, links and our classes.
 
 A module, file or class the page mentions that is renamed or removed fails here, so the
-map is updated with the move. Checked on the source tree (no imports), so a module whose
-engine is not installed here (verl, TRL, rLLM) is checked all the same.
+map is updated with the move; the trainer's layout table must list every module of the
+package, so one added or moved without the table fails too. Checked on the source tree
+(no imports), so a module whose engine is not installed here (verl, TRL, rLLM) is
+checked all the same.
 """
 
 from __future__ import annotations
@@ -94,3 +96,37 @@ def test_every_class_named_is_ours_and_defined() -> None:
         and not re.search(rf"^\s*(class {span}\b|{span}\s*=)", sources, re.M)
     ]
     assert not missing, f"docs/architecture.md names classes that are gone: {sorted(missing)}"
+
+
+def layout_rows() -> list[tuple[list[str], list[str]]]:
+    """The trainer layout table: (names in the first column, code spans in the second)."""
+    text = DOC.read_text()
+    section = text.split("## The trainer's layout", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`"):
+            continue
+        names = [n.rstrip("/") for n in re.findall(r"`([^`]+)`", cells[0])]
+        rows.append((names, re.findall(r"`([^`]+)`", cells[1])))
+    return rows
+
+
+def children(folder: Path) -> set[str]:
+    """Modules, packages and (for conf/) folders directly in ``folder``."""
+    out = {p.stem for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    return out | {p.name for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"}
+
+
+def test_layout_table_is_the_package() -> None:
+    """Every module and folder of ``patchgym_trainer`` has a row, and each row of a folder
+    names exactly the modules in it: a module added, moved or removed fails here."""
+    rows = layout_rows()
+    named = [n for names, _ in rows for n in names]
+    assert sorted(named) == sorted(children(TRAINER_PKG)), "the layout table's first column"
+    for names, spans in rows:
+        folder = TRAINER_PKG / names[0]
+        if len(names) != 1 or not folder.is_dir():
+            continue
+        listed = {s for s in spans if re.fullmatch(r"\w+", s)}
+        assert listed == children(folder), f"the layout table's row for {names[0]}"

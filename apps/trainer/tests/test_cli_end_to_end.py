@@ -73,6 +73,21 @@ def test_rollout_gold_policy_two_samples(tmp_path: Path) -> None:
     assert len(logs) == 4 and all(f"href='logs/{p.name}'" in html for p in logs)
 
 
+def test_rollout_rule_planner_needs_no_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``rollout.policy=rules``: graph-planner's planner plays, on its own scaffold only."""
+    argv = ["rollout", "rollout.policy=rules", "dataset.limit=1", "--out", str(tmp_path)]
+    assert run(argv) == 2  # the default scaffold has no graph tools
+    err = capsys.readouterr().err
+    assert "rollout.policy=rules" in err and "agent=graph_planner" in err
+    assert run([*argv, "agent=graph_planner"]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert (summary["policy"], summary["scaffold"]) == ("rules", "graph-planner")
+    lines = [json.loads(x) for x in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in lines] == ["graded"]
+
+
 def test_preflight_ags_names_what_is_missing(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,6 +1,6 @@
 """One table of scripted episodes through every engine's adapter: same ends, rewards, masks.
 
-Every adapter (the agents runner, the TRL rollout, verl's agent loop, the rLLM workflow)
+Every adapter (the agents runner, the TRL rollout, verl's agent loop, both rLLM workflows)
 runs :class:`patchgym_agents.driver.EpisodeDriver`; this test holds them to it. Each
 scenario is a script of replies (the same text for every adapter; the token adapters get
 it through a real byte-level BPE tokenizer) on a bundled task in a real local sandbox,
@@ -178,7 +178,7 @@ async def run_agents(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -
 
 
 async def run_trl(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> Seen:
-    from patchgym_trainer.trl_engine.rollout import EpisodeRollout, RolloutSettings
+    from patchgym_trainer.engines.trl.rollout import EpisodeRollout, RolloutSettings
 
     settings = RolloutSettings(
         scaffold="r2egym",
@@ -215,14 +215,21 @@ async def run_verl(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> 
     return Seen(out.extra_fields["stop_reason"], out.reward_score if valid else None, not valid)
 
 
-async def run_rllm(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> Seen:
+async def run_rllm(
+    sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any, *, multi_turn: bool = False
+) -> Seen:
     from concurrent.futures import ThreadPoolExecutor
     from types import SimpleNamespace
 
     from rllm.workflows.workflow import TerminationEvent, TerminationReason
 
-    from patchgym_trainer.infra_rule import InfraEpisodeError
-    from patchgym_trainer.rllm.workflow import TERMINATION, PatchgymSWEWorkflow
+    from patchgym_trainer.engines.infra_rule import InfraEpisodeError
+    from patchgym_trainer.engines.rllm.env_agent import PatchgymSWEAgent, PatchgymSWEEnv
+    from patchgym_trainer.engines.rllm.workflow import (
+        TERMINATION,
+        PatchgymMultiTurnWorkflow,
+        PatchgymSWEWorkflow,
+    )
 
     nxt = sc.script(task)
 
@@ -235,9 +242,18 @@ async def run_rllm(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> 
     cfg = env_config(sc, tmp_path)
     env_args = {"sandbox": cfg.sandbox, "max_steps": sc.max_steps, "run_id": "t"}
     with ThreadPoolExecutor(1) as pool:
-        wf = PatchgymSWEWorkflow(
-            rollout_engine=StandInEngine(), executor=pool, env_args=env_args, max_steps=sc.max_turns
-        )
+        common = {"rollout_engine": StandInEngine(), "executor": pool, "max_steps": sc.max_turns}
+        wf: Any
+        if multi_turn:
+            wf = PatchgymMultiTurnWorkflow(
+                agent_cls=PatchgymSWEAgent,
+                env_cls=PatchgymSWEEnv,
+                agent_args={"scaffold": "r2egym"},
+                env_args={**env_args, "scaffold": "r2egym"},
+                **common,
+            )
+        else:
+            wf = PatchgymSWEWorkflow(env_args=env_args, **common)
         try:
             await wf.run(task.to_row(), "rllm-0")
         except InfraEpisodeError:
@@ -250,11 +266,16 @@ async def run_rllm(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> 
     raise AssertionError("the workflow returned without a termination event")
 
 
+async def run_rllm_multi_turn(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> Seen:
+    return await run_rllm(sc, task, tmp_path, tokenizer, multi_turn=True)
+
+
 ADAPTERS: dict[str, tuple[Callable[..., Awaitable[Seen]], tuple[str, ...]]] = {
     "agents": (run_agents, ()),
     "trl": (run_trl, ("transformers", "tokenizers")),
     "verl": (run_verl, ("verl", "tokenizers")),
     "rllm": (run_rllm, ("rllm",)),
+    "rllm_multi_turn": (run_rllm_multi_turn, ("rllm",)),
 }
 
 
@@ -275,7 +296,7 @@ def tokenizer() -> Any:
     if not has("tokenizers") or not has("transformers"):
         return None
     from patchgym_envs import bundled_tasks
-    from patchgym_trainer.tiny_model import train_tokenizer
+    from patchgym_trainer.testing.tiny_model import train_tokenizer
 
     corpus = [bash("ls"), bash(f"echo {LOST}"), bash(f"echo {CLOSED}"), "no tool call here"]
     for t in bundled_tasks():
@@ -292,7 +313,8 @@ async def test_every_adapter_ends_alike(
     run, needs = ADAPTERS[adapter]
     missing = [m for m in needs if not importable(m)]
     if missing:
-        how = "put an rLLM checkout on PYTHONPATH" if adapter == "rllm" else "sync with --extra cpu"
+        rllm = adapter.startswith("rllm")
+        how = "put an rLLM checkout on PYTHONPATH" if rllm else "sync with --extra cpu"
         pytest.skip(f"{adapter} adapter needs {', '.join(missing)}: {how}")
     seen = await run(sc, bundled_task(sc.task), tmp_path, tokenizer)
     assert seen == Seen(sc.end.value, sc.reward, sc.reward is None), (adapter, sc.name)

@@ -1,6 +1,6 @@
 """``run.executor=ray`` on a real two-node Ray cluster started on this machine.
 
-The cluster is what a user starts (:class:`patchgym_trainer.ray_local.LocalRayCluster`:
+The cluster is what a user starts (:class:`patchgym_trainer.executors.ray_local.LocalRayCluster`:
 ``ray start --head`` and ``ray start --address``) with one CPU per node, so two one-CPU
 episodes at once must land on both nodes. Teardown stops only this cluster's processes.
 """
@@ -19,14 +19,14 @@ import pytest
 from conftest import require
 
 if TYPE_CHECKING:
-    from patchgym_trainer.ray_local import LocalRayCluster
+    from patchgym_trainer.executors.ray_local import LocalRayCluster
 
 pytestmark = require("ray", "ray")
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalRayCluster]:
-    from patchgym_trainer.ray_local import ClusterStartError, LocalRayCluster
+    from patchgym_trainer.executors.ray_local import ClusterStartError, LocalRayCluster
 
     ray_cluster = LocalRayCluster(nodes=2, cpus_per_node=1)
     try:

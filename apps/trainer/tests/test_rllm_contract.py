@@ -18,9 +18,9 @@ import pytest
 
 from patchgym_envs import SWEEnv, bundled_task
 from patchgym_sandbox import SyncBackend
-from patchgym_trainer.rllm.sandbox_adapter import RLLMSandbox
+from patchgym_trainer.engines.rllm.sandbox_adapter import RLLMSandbox
 
-SRC = Path(__file__).parents[1] / "src" / "patchgym_trainer" / "rllm"
+SRC = Path(__file__).parents[1] / "src" / "patchgym_trainer" / "engines" / "rllm"
 
 # rllm.sandbox.protocol.Sandbox (name -> parameter names after self)
 SANDBOX_PROTOCOL = {
@@ -125,15 +125,24 @@ def test_workflow_matches_workflow_run() -> None:
     assert "asyncio.run" not in (SRC / "workflow.py").read_text()
 
 
-def test_multi_turn_workflow_grades_and_closes() -> None:
+def test_multi_turn_workflow_is_the_shared_driver() -> None:
+    """``MultiTurnWorkflow``'s constructor, the driver's loop: no episode loop of its own."""
     cls = ast_class(SRC / "workflow.py", "PatchgymMultiTurnWorkflow")
     assert [b.id for b in cls.bases if isinstance(b, ast.Name)] == ["MultiTurnWorkflow"]
     run = methods(cls)["run"]
+    assert isinstance(run, ast.AsyncFunctionDef)
     assert ast_params(run) == WORKFLOW_RUN
-    source = ast.unparse(run)
-    assert "compute_final_reward" in source and "drop_steps_for_infra" in source
-    outer = run.body[0]
-    assert isinstance(outer, ast.Try) and "self.env.close" in ast.unparse(outer.finalbody)
+    assert "EpisodeDriver(" in ast.unparse(run)
+    first = run.body[0]  # the stock workflow's reset, through the executor
+    assert ast.unparse(first) == "await self.timed_env_call(self.reset, task=task, uid=uid)"
+
+
+def test_no_workflow_loops_over_turns() -> None:
+    """Every episode loop is the driver's: no ``for``/``while`` in an rLLM adapter's run."""
+    for name in ("PatchgymSWEWorkflow", "PatchgymMultiTurnWorkflow"):
+        run = methods(ast_class(SRC / "workflow.py", name))["run"]
+        loops = [n for n in ast.walk(run) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))]
+        assert not loops, name
 
 
 def test_env_adapter_raises_infra_failures() -> None:
@@ -144,7 +153,7 @@ def test_env_adapter_raises_infra_failures() -> None:
 
 
 def test_infra_rule_reads_the_env_verdict() -> None:
-    from patchgym_trainer.infra_rule import InfraEpisodeError, infra_error_of
+    from patchgym_trainer.engines.infra_rule import InfraEpisodeError, infra_error_of
 
     assert infra_error_of({"reward_valid": True, "resolved": False}) is None
     assert infra_error_of(None) is None
@@ -173,7 +182,7 @@ def test_without_rllm_the_error_names_the_install_line() -> None:
     from patchgym_trainer.errors import MissingExtra
 
     with pytest.raises(MissingExtra, match=r"git\+https://github\.com/rllm-org/rllm@"):
-        import patchgym_trainer.rllm.env_agent  # noqa: F401
+        import patchgym_trainer.engines.rllm.env_agent  # noqa: F401
 
 
 def test_sandbox_adapter_on_the_local_backend(tmp_path: Path) -> None:

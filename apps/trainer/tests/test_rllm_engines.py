@@ -73,7 +73,7 @@ def rllm_importable() -> Iterator[None]:
         if RLLM_SRC and RLLM_SRC in sys.path:
             sys.path.remove(RLLM_SRC)
         for name in set(sys.modules) - before:
-            if name.split(".")[0] == "rllm" or name.startswith("patchgym_trainer.rllm."):
+            if name.split(".")[0] == "rllm" or name.startswith("patchgym_trainer.engines.rllm."):
                 del sys.modules[name]
 
 
@@ -163,7 +163,7 @@ def sandbox(tmp_path: Path) -> dict[str, Any]:
 def tokenizer() -> Any:
     if not has_module("transformers") or not has_module("tokenizers"):
         pytest.skip("transformers/tokenizers not installed (v0.2's engine tokenizes)")
-    from patchgym_trainer.tiny_model import train_tokenizer
+    from patchgym_trainer.testing.tiny_model import train_tokenizer
 
     tok = train_tokenizer()
     tok.name_or_path = "tiny-qwen"  # rLLM picks its Qwen (ChatML) parser by this name
@@ -179,7 +179,7 @@ def test_v02_agent_execution_engine(sandbox: dict[str, Any], tokenizer: Any) -> 
     from rllm.engine.agent_execution_engine import AgentExecutionEngine
     from scripted_policy_server import PolicyServer
 
-    from patchgym_trainer.rllm.env_agent import PatchgymSWEAgent, PatchgymSWEEnv
+    from patchgym_trainer.engines.rllm.env_agent import PatchgymSWEAgent, PatchgymSWEEnv
 
     policy, turns = scripts()
     data = rows()
@@ -277,8 +277,11 @@ def test_workflow_engines(sandbox: dict[str, Any], module: str, cls: str, workfl
     engine_cls = getattr(importlib.import_module(module), cls)
     from scripted_policy_server import PolicyServer
 
-    from patchgym_trainer.rllm.env_agent import PatchgymSWEAgent, PatchgymSWEEnv
-    from patchgym_trainer.rllm.workflow import PatchgymMultiTurnWorkflow, PatchgymSWEWorkflow
+    from patchgym_trainer.engines.rllm.env_agent import PatchgymSWEAgent, PatchgymSWEEnv
+    from patchgym_trainer.engines.rllm.workflow import (
+        PatchgymMultiTurnWorkflow,
+        PatchgymSWEWorkflow,
+    )
 
     policy, turns = scripts()
     data = rows()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from patchgym_trainer import dataset_commands
+from patchgym_trainer.commands import datasets as dataset_commands
 from patchgym_trainer.compose import compose
 from patchgym_trainer.errors import TrainerError
 
@@ -58,7 +58,7 @@ def test_current_only_and_v02_without_rllm(home: Path, monkeypatch: pytest.Monke
 
 
 def test_train_v02_names_a_missing_dataset() -> None:
-    from patchgym_trainer.rllm.train_v02 import load_registered
+    from patchgym_trainer.engines.rllm.train_v02 import load_registered
 
     class Registry:
         @staticmethod

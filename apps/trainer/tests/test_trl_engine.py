@@ -20,13 +20,13 @@ pytestmark = [require("trl", "cpu"), require("torch", "cpu")]
 
 @pytest.fixture(scope="module")
 def tokenizer() -> Any:
-    from patchgym_trainer.tiny_model import train_tokenizer
+    from patchgym_trainer.testing.tiny_model import train_tokenizer
 
     return train_tokenizer()
 
 
 def _rollout(tokenizer: Any, tmp_path: Path, **settings: Any) -> Any:
-    from patchgym_trainer.trl_engine.rollout import EpisodeRollout, RolloutSettings
+    from patchgym_trainer.engines.trl.rollout import EpisodeRollout, RolloutSettings
 
     base = {
         "scaffold": "r2egym",
@@ -46,7 +46,7 @@ def _rollout(tokenizer: Any, tmp_path: Path, **settings: Any) -> Any:
 
 
 def test_cpu_smoke_preset_maps_onto_grpo_config(tmp_path: Path) -> None:
-    from patchgym_trainer.trl_engine.launch import grpo_args
+    from patchgym_trainer.engines.trl.launch import grpo_args
 
     cfg = compose(["preset=cpu_smoke", "model.path=/models/tiny"])
     assert cfg.train.engine == "trl" and cfg.train.force_gold_samples == 1
@@ -107,7 +107,7 @@ def test_cpu_platform_keeps_trainer_device_cpu() -> None:
     from verl.plugin.platform import platform_manager as pm
     from verl.utils.device import auto_set_device
 
-    from patchgym_trainer.verl_engine.cpu_platform import PlatformCPU
+    from patchgym_trainer.engines.verl.cpu_platform import PlatformCPU
 
     assert pm.PlatformRegistry.get("cpu") is PlatformCPU
     saved = pm._current_platform

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from patchgym_trainer.trl_engine.generate import BatchedGenerator
+from patchgym_trainer.engines.trl.generate import BatchedGenerator
 
 
 def echo_batch(calls: list[int]):

@@ -16,7 +16,7 @@ pytestmark = require("verl", "cpu")
 @pytest.fixture(scope="module")
 def tokenizer() -> Any:
     from patchgym_envs import bundled_tasks
-    from patchgym_trainer.tiny_model import train_tokenizer
+    from patchgym_trainer.testing.tiny_model import train_tokenizer
 
     return train_tokenizer([t.problem_statement for t in bundled_tasks()], vocab_size=600)
 
@@ -34,7 +34,7 @@ def test_rlhf_dataset_reads_converted_parquet(tmp_path: Path, tokenizer: Any) ->
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     from patchgym_envs import bundled_tasks
-    from patchgym_trainer.verl_engine.agent_loop import task_from_extra_info
+    from patchgym_trainer.engines.verl.agent_loop import task_from_extra_info
 
     path = convert(tmp_path)
     ds = RLHFDataset(
@@ -66,7 +66,7 @@ def test_overrides_compose_against_verls_own_config(tmp_path: Path) -> None:
     from hydra.core.global_hydra import GlobalHydra
 
     from patchgym_trainer.compose import compose as pg_compose
-    from patchgym_trainer.verl_engine.launch import prepare_files, verl_overrides
+    from patchgym_trainer.engines.verl.launch import prepare_files, verl_overrides
 
     conf = Path(verl.__file__).parent / "trainer" / "config"
     for preset in ("smoke", "ags_swebench"):
@@ -84,4 +84,4 @@ def test_overrides_compose_against_verls_own_config(tmp_path: Path) -> None:
         assert vc.data.train_batch_size == cfg.train.train_batch_size
         entries = __import__("omegaconf").OmegaConf.load(files.agent_loop)
         assert entries[0].name == "patchgym_swe"
-        assert entries[0]._target_ == "patchgym_trainer.verl_engine.agent_loop.SWEAgentLoop"
+        assert entries[0]._target_ == "patchgym_trainer.engines.verl.agent_loop.SWEAgentLoop"

@@ -120,8 +120,8 @@ def _run_dir(cfg: AppConfig, command: str, out: Path | None) -> tuple[Path, str]
 @app.command(short_help="Gold patch must resolve every task, empty patch must not.")
 def validate(overrides: Overrides = None, out: OutOpt = None) -> None:
     """Gold patch must resolve every task, empty patch must not (default: bundled tasks, local)."""
+    from patchgym_trainer.commands.validate import run_validate
     from patchgym_trainer.compose import compose
-    from patchgym_trainer.validate import run_validate
 
     console = _console()
     cfg = compose(overrides or [])
@@ -140,8 +140,8 @@ def validate(overrides: Overrides = None, out: OutOpt = None) -> None:
 @app.command(short_help="Roll out a policy over a dataset (K samples per task).")
 def rollout(overrides: Overrides = None, out: OutOpt = None) -> None:
     """Run a policy behind an OpenAI-compatible endpoint over a dataset (K samples per task)."""
+    from patchgym_trainer.commands.rollout import run_rollout
     from patchgym_trainer.compose import compose
-    from patchgym_trainer.rollout import run_rollout
 
     cfg = compose(overrides or [])
     out_dir, run_id = _run_dir(cfg, "rollout", out)
@@ -176,9 +176,9 @@ def train(
     skip_preflight: Annotated[bool, typer.Option("--skip-preflight")] = False,
 ) -> None:
     """Preflight, then launch verl PPO/GRPO/RLOO with the patchgym agent loop."""
+    from patchgym_trainer.commands.train import launch
     from patchgym_trainer.compose import compose
     from patchgym_trainer.preflight import render, run_preflight
-    from patchgym_trainer.train import launch
 
     console = _console()
     cfg = compose(overrides or [])
@@ -227,8 +227,8 @@ def datasets_convert(
     ] = None,
 ) -> None:
     """Convert the configured dataset to verl/rLLM parquet or JSONL tasks."""
+    from patchgym_trainer.commands.datasets import convert
     from patchgym_trainer.compose import compose
-    from patchgym_trainer.dataset_commands import convert
 
     cfg = compose(overrides or [])
     target = (
@@ -247,8 +247,8 @@ def datasets_register(
     ] = "both",
 ) -> None:
     """Write the dataset under $RLLM_HOME (or ~/.rllm)/datasets/<name>/<split>.parquet (+ _verl)."""
+    from patchgym_trainer.commands.datasets import RLLMVersion, register
     from patchgym_trainer.compose import compose
-    from patchgym_trainer.dataset_commands import RLLMVersion, register
 
     cfg = compose(overrides or [])
     register(cfg, name, _console(), cast("RLLMVersion", rllm_version))
@@ -303,7 +303,7 @@ def datasets_build_local(
 ) -> None:
     """Build the dataset's rows as local tasks: repo at base commit + a uv env, no Docker."""
     from patchgym_envs.localbuild import LocalBuildConfig
-    from patchgym_trainer.build_local import build_local, parse_mirrors
+    from patchgym_trainer.commands.build_local import build_local, parse_mirrors
     from patchgym_trainer.compose import compose
 
     if target not in ("local", "docker"):
@@ -333,7 +333,7 @@ def datasets_info(
     name: Annotated[str | None, typer.Argument(help="registered name; omit to list")] = None,
 ) -> None:
     """List registered datasets, or show one (splits, rows, images, formats)."""
-    from patchgym_trainer.dataset_commands import info
+    from patchgym_trainer.commands.datasets import info
 
     info(name, _console())
 
@@ -341,8 +341,8 @@ def datasets_info(
 @sandboxes_app.command("list", short_help="Every patchgym sandbox on the configured backend.")
 def sandboxes_list(overrides: Overrides = None) -> None:
     """Every patchgym sandbox on the configured backend: id, run, rollout, owner, age, lease."""
+    from patchgym_trainer.commands.sandboxes import list_sandboxes
     from patchgym_trainer.compose import compose
-    from patchgym_trainer.sandboxes_command import list_sandboxes
 
     cfg = compose(overrides or [])
     _run(list_sandboxes(cfg, _console()))
@@ -359,8 +359,8 @@ def sandboxes_reap(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show, remove nothing")] = False,
 ) -> None:
     """Remove leftovers (one of --run ID, --expired, --all-mine); --dry-run lists them."""
+    from patchgym_trainer.commands.sandboxes import Selection, reap
     from patchgym_trainer.compose import compose
-    from patchgym_trainer.sandboxes_command import Selection, reap
 
     selection = Selection.from_flags(run, expired, all_mine)
     cfg = compose(overrides or [])

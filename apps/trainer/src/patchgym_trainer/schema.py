@@ -135,9 +135,10 @@ class ValidateSettings(_Strict):
 
 
 class RolloutSettings(_Strict):
-    policy: Literal["openai", "gold", "empty"] = "openai"
+    policy: Literal["openai", "gold", "empty", "rules"] = "openai"
     """``openai``: the model behind ``base_url``; ``gold`` / ``empty``: the task's gold patch
-    (or none) applied through the scaffold's tools, to check the pipeline without a model."""
+    (or none) applied through the scaffold's tools, to check the pipeline without a model;
+    ``rules``: graph-planner's rule-based planner, no model (needs ``agent=graph_planner``)."""
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str | None = None
     """Served model name; None asks the endpoint (``GET /models``) for its first model."""

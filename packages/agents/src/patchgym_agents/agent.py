@@ -1,6 +1,7 @@
 """``SWEAgent``: rLLM's agent contract over our scaffolds, parser and history.
 
-The loop (any engine: our runner, rLLM's execution engine, a verl agent loop)::
+The contract, as the one episode loop plays it (:class:`patchgym_agents.driver.EpisodeDriver`,
+under every engine's adapter; rLLM v0.2's own execution engine calls the same methods)::
 
     agent.reset()
     agent.update_from_env(problem_statement, 0.0, False, info)   # task -> first prompt

@@ -84,7 +84,7 @@ def versions(
 
 CPU_ONLY_FIX = (
     "on CPU: `patchgym train train.engine=trl preset=cpu_smoke` (TRL; its tiny model is "
-    "built by `python -m patchgym_trainer.tiny_model`)"
+    "built by `python -m patchgym_trainer.testing.tiny_model`)"
 )
 """What a CPU-only machine can train with at all (the GPU row's fix there)."""
 

@@ -1,6 +1,7 @@
 """The rollout runner: ``await rollout(tasks, policy, RolloutConfig(...))``.
 
-CLI: ``python -m patchgym_agents.rollout --help``.
+Its command line is the trainer's ``patchgym rollout`` (one CLI; the policy, the dataset and
+the backend come from its Hydra config).
 """
 
 from patchgym_agents.rollout.config import RolloutConfig

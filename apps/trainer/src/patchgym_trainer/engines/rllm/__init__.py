@@ -7,8 +7,8 @@
   ``Sandbox`` protocol (no rLLM import needed; structural typing);
 - :mod:`.env_agent` — ``PatchgymSWEEnv`` / ``PatchgymSWEAgent`` as rLLM ``BaseEnv`` /
   ``BaseAgent`` subclasses (same module paths in v0.2.x and current rLLM);
-- :mod:`.workflow` — ``PatchgymSWEWorkflow``, a current-rLLM ``Workflow`` that owns the
-  episode's sandbox and closes it;
+- :mod:`.workflow` — ``PatchgymSWEWorkflow`` and ``PatchgymMultiTurnWorkflow``, current-rLLM
+  workflows whose episode is the shared driver's (graded at a cutoff, sandbox closed);
 - :mod:`.train_v02` — the v0.2.x training script with the seed recipe's overrides.
 """
 

@@ -3,7 +3,7 @@
     pip install "rllm @ git+https://github.com/rllm-org/rllm@v0.2.1.post1"
     patchgym datasets register R2E_Gym_Subset dataset=r2e_gym_subset dataset.path=<local copy>
     patchgym datasets register SWE_Bench_Verified dataset=swe_bench_verified dataset.path=<local copy>
-    python -m patchgym_trainer.rllm.train_v02 sandbox=k8s          # our overrides, then `--` rLLM's
+    python -m patchgym_trainer.engines.rllm.train_v02 sandbox=k8s          # our overrides, then `--` rLLM's
 
 Our Hydra overrides (``sandbox=...``, ``agent=...``, ``env.max_steps=...``) pick the env
 and agent args; every argument after ``--`` is an rLLM/verl override appended to the
@@ -66,7 +66,7 @@ def load_registered(registry: Any, name: str, split: str) -> Any:
     """``DatasetRegistry.load_dataset``, which returns None on a miss: make that an error."""
     dataset = registry.load_dataset(name, split)
     if dataset is None:
-        from patchgym_trainer.dataset_commands import legacy_registry_file
+        from patchgym_trainer.commands.datasets import legacy_registry_file
         from patchgym_trainer.errors import TrainerError
 
         where = legacy_registry_file()
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     from patchgym_trainer.compose import compose
-    from patchgym_trainer.rllm import require_rllm
+    from patchgym_trainer.engines.rllm import require_rllm
 
     cfg = compose(ours)
     require_rllm()
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(2) from None
     from rllm.trainer.agent_trainer import AgentTrainer
 
-    from patchgym_trainer.rllm.env_agent import PatchgymSWEAgent, PatchgymSWEEnv
+    from patchgym_trainer.engines.rllm.env_agent import PatchgymSWEAgent, PatchgymSWEEnv
 
     trainer = AgentTrainer(
         agent_class=PatchgymSWEAgent,

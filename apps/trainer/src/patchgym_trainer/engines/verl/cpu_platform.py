@@ -5,7 +5,7 @@ only when the detected platform is ``cpu``, and the built-in platforms are ``nvi
 ``npu`` and ``rocm``. Registering this one (and ``VERL_PLATFORM=cpu``) makes verl build
 its actor on CPU with ``gloo``:
 
-    VERL_USE_EXTERNAL_MODULES=patchgym_trainer.verl_engine.cpu_platform VERL_PLATFORM=cpu \\
+    VERL_USE_EXTERNAL_MODULES=patchgym_trainer.engines.verl.cpu_platform VERL_PLATFORM=cpu \\
       python -m verl.trainer.main_ppo trainer.device=cpu ray_init.num_gpus=1 ...
 
 Ray still schedules verl's workers on a ``GPU`` resource; ``ray_init.num_gpus`` declares a

@@ -14,7 +14,7 @@ entry (``env_args``, ``agent``) are our settings (see :mod:`.launch`). Per sampl
    engine); this module supplies only the token plumbing (:class:`VerlTurns`). A masked
    outcome (infrastructure failure: lost sandbox, image missing, failed grading, ...)
    zeroes the whole response mask and sets ``extra_fields["reward_valid"] = False`` so
-   no gradient comes from a fake 0 (:mod:`patchgym_trainer.infra_rule`).
+   no gradient comes from a fake 0 (:mod:`patchgym_trainer.engines.infra_rule`).
 
 The sandbox is created lazily by :class:`patchgym_envs.SWEEnv` and always closed in
 ``finally``. Everything is awaited on verl's loop; nothing here calls ``asyncio.run``.

@@ -188,7 +188,7 @@ async def run_validate(
     sem = asyncio.Semaphore(cfg.validate_.concurrency)
     remote = None
     if cfg.run.executor == "ray":
-        from patchgym_trainer.ray_executor import validate_executor
+        from patchgym_trainer.executors.ray import validate_executor
 
         remote = validate_executor(cfg)
     results: list[PatchResult] = []

@@ -6,7 +6,7 @@ randomly initialised Qwen2 (a few million parameters) and saves both to a folder
 ``transformers``, vLLM and verl load like any Hugging Face model. Needs the ``cpu``
 or ``gpu`` extra (``transformers``, ``torch``).
 
-    python -m patchgym_trainer.tiny_model /tmp/tiny-qwen
+    python -m patchgym_trainer.testing.tiny_model /tmp/tiny-qwen
 """
 
 from __future__ import annotations

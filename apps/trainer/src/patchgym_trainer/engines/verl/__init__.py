@@ -1,6 +1,6 @@
 """verl integration: the agent loop (needs the ``verl`` extra) and the launcher.
 
-``patchgym_trainer.verl_engine.agent_loop`` imports verl at module level; import it only
+``patchgym_trainer.engines.verl.agent_loop`` imports verl at module level; import it only
 where verl is installed (``pip install 'patchgym-trainer[gpu]'``).
 """
 

@@ -7,8 +7,8 @@ rLLM ``Step`` whose ``action`` is a JSON value (the tool call as a dict, ``""`` 
 malformed reply), so ``Trajectory.to_dict()`` serialises; the env receives an rLLM
 ``Action`` wrapping our action object (our env unwraps it).
 
-Infrastructure failures follow :mod:`patchgym_trainer.infra_rule`: ``step`` and
-``compute_final_reward`` raise :class:`~patchgym_trainer.infra_rule.InfraEpisodeError`
+Infrastructure failures follow :mod:`patchgym_trainer.engines.infra_rule`: ``step`` and
+``compute_final_reward`` raise :class:`~patchgym_trainer.engines.infra_rule.InfraEpisodeError`
 (rLLM's engines retry or drop the episode) instead of returning a fake 0.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 from patchgym_agents import make_agent
 from patchgym_envs import SWEEnv
 from patchgym_sandbox import InfraError, SandboxClosed
-from patchgym_trainer.infra_rule import InfraEpisodeError, infra_error_of
-from patchgym_trainer.rllm import require_rllm
+from patchgym_trainer.engines.infra_rule import InfraEpisodeError, infra_error_of
+from patchgym_trainer.engines.rllm import require_rllm
 
 require_rllm()
 

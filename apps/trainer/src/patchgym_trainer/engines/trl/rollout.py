@@ -46,7 +46,7 @@ from patchgym_agents.defaults import TEMPERATURE
 from patchgym_agents.driver import EndReason, EnvStep, EpisodeDriver, Turns
 from patchgym_envs import EnvConfig, SWEEnv, Task
 from patchgym_envs.looprunner import LoopRunner
-from patchgym_trainer.trl_engine.generate import BatchedGenerator, hf_batch_fn
+from patchgym_trainer.engines.trl.generate import BatchedGenerator, hf_batch_fn
 
 TokenGenerate = Callable[[list[int], int], Awaitable[list[int]]]
 """``generate(context_ids, max_new_tokens) -> new_ids``: one sampled assistant turn (ending

@@ -23,8 +23,8 @@ from rich.console import Console
 from patchgym_sandbox import BackendConfig, create_backend
 from patchgym_sandbox import labels as L
 from patchgym_trainer.datasets import load_dataset
+from patchgym_trainer.engines.trl.rollout import EpisodeRollout, RolloutSettings, prompt_messages
 from patchgym_trainer.schema import AppConfig
-from patchgym_trainer.trl_engine.rollout import EpisodeRollout, RolloutSettings, prompt_messages
 
 
 class TrainSummary(BaseModel):

@@ -19,8 +19,8 @@ from typing import Any
 from patchgym_agents import EpisodeResult, RolloutConfig
 from patchgym_agents.envs_api import Task
 from patchgym_agents.rollout import Executor, episode_kwargs
-from patchgym_trainer import ray_admission
 from patchgym_trainer.errors import TrainerError
+from patchgym_trainer.executors import ray_admission
 from patchgym_trainer.schema import AppConfig, RayConfig
 
 NO_UV_HOOK = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
@@ -65,7 +65,7 @@ def _episode_on_worker(
     """One rollout episode on a Ray worker (its own event loop, backend and policy)."""
     from patchgym_agents import run_episode
     from patchgym_sandbox import create_backend
-    from patchgym_trainer.rollout import make_policy
+    from patchgym_trainer.commands.rollout import make_policy
 
     cfg = AppConfig.model_validate_json(app_json)
     rc = RolloutConfig.model_validate_json(rollout_json)
@@ -98,7 +98,7 @@ def _validate_on_worker(
 ) -> str:
     """One (task, patch) validation on a Ray worker."""
     from patchgym_sandbox import create_backend
-    from patchgym_trainer.validate import evaluate_one
+    from patchgym_trainer.commands.validate import evaluate_one
 
     cfg = AppConfig.model_validate_json(app_json)
     task = Task.model_validate_json(task_json)

@@ -22,7 +22,7 @@ from patchgym_envs import write_verl_parquet
 from patchgym_trainer.datasets import load_dataset
 from patchgym_trainer.schema import AppConfig
 
-AGENT_LOOP_TARGET = "patchgym_trainer.verl_engine.agent_loop.SWEAgentLoop"
+AGENT_LOOP_TARGET = "patchgym_trainer.engines.verl.agent_loop.SWEAgentLoop"
 AGENT_NAME = "patchgym_swe"
 
 
@@ -134,7 +134,7 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console, *, dry_run: bool = F
 
         raise TrainerError(
             "train.engine=rllm: run the rLLM script instead — "
-            "python -m patchgym_trainer.rllm.train_v02 (see the trainer README)"
+            "python -m patchgym_trainer.engines.rllm.train_v02 (see the trainer README)"
         )
     files = prepare_files(cfg, out_dir)
     argv = [sys.executable, "-m", "verl.trainer.main_ppo", *verl_overrides(cfg, files)]
@@ -151,7 +151,7 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console, *, dry_run: bool = F
             soft_wrap=True,
         )
         return 0
-    from patchgym_trainer.verl_engine import require_verl
+    from patchgym_trainer.engines.verl import require_verl
 
     require_verl()
     env = {**os.environ, "HYDRA_FULL_ERROR": "1"}

@@ -102,7 +102,7 @@ class LocalRayCluster:
             **env,
             "RAY_AUTH_MODE": "token",
             "RAY_AUTH_TOKEN_PATH": str(token),
-            "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",  # see patchgym_trainer.ray_executor.NO_UV_HOOK
+            "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",  # see patchgym_trainer.executors.ray.NO_UV_HOOK
         }
         """The environment for a driver (and the nodes) of this cluster."""
         self.address = ""

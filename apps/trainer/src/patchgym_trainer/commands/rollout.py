@@ -26,15 +26,16 @@ from patchgym_agents import (
     Policy,
     RolloutConfig,
     RolloutSummary,
+    RulePlannerPolicy,
     Sampling,
     rollout,
 )
-from patchgym_agents.rollout.summary import print_summary
+from patchgym_agents.rollout import ResultStore, print_summary
 from patchgym_envs.localbuild.hints import not_runnable
 from patchgym_sandbox import create_backend
 from patchgym_trainer import report, tracing
 from patchgym_trainer.datasets import load_dataset
-from patchgym_trainer.errors import TrainerError
+from patchgym_trainer.errors import ConfigError, TrainerError
 from patchgym_trainer.outputs import kept_on_full_disk, write_text
 from patchgym_trainer.schema import AppConfig
 
@@ -75,11 +76,19 @@ def pass_at_ks(results: Sequence[EpisodeResult], samples: int) -> dict[int, floa
 
 
 async def make_policy(cfg: AppConfig) -> Policy:
+    """The run's policy (``rollout.policy``): the one place a rollout's policy is built."""
     r = cfg.rollout
     if r.policy == "gold":
         return GoldPatchPolicy()
     if r.policy == "empty":
         return GoldPatchPolicy(empty=True)
+    if r.policy == "rules":
+        if cfg.env.scaffold != "graph-planner":
+            raise ConfigError(
+                f"rollout.policy=rules is graph-planner's rule-based planner, but env.scaffold "
+                f"is {cfg.env.scaffold!r}: add agent=graph_planner"
+            )
+        return RulePlannerPolicy()
     api_key = os.environ.get(r.api_key_env) or "EMPTY"
     model = r.model or await served_model(r.base_url, api_key)
     return OpenAIPolicy(
@@ -151,7 +160,7 @@ async def run_rollout(
     )
     executor = None
     if cfg.run.executor == "ray":
-        from patchgym_trainer.ray_executor import episode_executor
+        from patchgym_trainer.executors.ray import episode_executor
 
         executor = episode_executor(cfg, rc, rc.env.run_id or default_run_id(rc))
     provider = tracing.start(cfg.run)
@@ -162,7 +171,7 @@ async def run_rollout(
         await policy.aclose()
         if provider is not None:
             provider.shutdown()
-    results = load_results(out_dir)
+    results = list(ResultStore(out_dir).load().values())  # the latest result per episode
     pk = pass_at_ks(results, rc.samples)
     print_summary(summary, console)
     console.print("pass@k: " + ", ".join(f"pass@{k} {v:.1%}" for k, v in pk.items()))
@@ -174,20 +183,6 @@ async def run_rollout(
         highlight=False,
     )
     return summary
-
-
-def load_results(out_dir: Path) -> list[EpisodeResult]:
-    path = out_dir / "trajectories.jsonl"
-    latest: dict[tuple[str, int], EpisodeResult] = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                try:
-                    r = EpisodeResult.model_validate_json(line)
-                except ValueError:
-                    continue
-                latest[(r.task_id, r.sample)] = r
-    return list(latest.values())
 
 
 def task_logs(out_dir: Path | None, task_id: str) -> str:

@@ -9,7 +9,7 @@ is never scored as a 0. Each engine is told in the form it understands:
 
 | engine | what patchgym hands it | what the engine does (rLLM file:line at the pinned refs) |
 |---|---|---|
-| verl agent loop (``patchgym_trainer.verl_engine.agent_loop``) | response mask all 0, ``extra_fields.reward_valid=False`` | the masked tokens carry no loss |
+| verl agent loop (``patchgym_trainer.engines.verl.agent_loop``) | response mask all 0, ``extra_fields.reward_valid=False`` | the masked tokens carry no loss |
 | current rLLM, ``AgentWorkflowEngine`` / ``UnifiedWorkflowEngine`` (workflow path) | ``TerminationReason.ERROR`` with ``episode.info["error"]`` naming the ``InfraEpisodeError``, and the trajectory's steps moved out (``trajectory.info["infra_steps"]``) | retried fresh up to ``retry_limit`` (``rllm/engine/agent_workflow_engine.py:130``, ``rllm/engine/unified_workflow_engine.py:161``); if every attempt fails it raises (``raise_on_error=True``) or keeps the ERROR episode, which ``AgentWorkflowEngine.transform_results_for_verl`` drops because it has no steps (``agent_workflow_engine.py:262-266``) and ``compact_filtering.mask_error`` masks (``rllm/trainer/algorithms/config.py:160``) |
 | rLLM v0.2.x ``AgentExecutionEngine`` (``AgentTrainer(agent_class, env_class)``) | ``PatchgymSWEEnv.step`` raises :class:`InfraEpisodeError` | ``run_agent_trajectory_with_retry`` (``rllm/engine/agent_execution_engine.py:493-502`` at v0.2.1.post1) reruns the trajectory from ``env.reset`` with a fresh sandbox, so the failed attempt's tokens never reach ``AgentPPOTrainer._transform_agent_trajectories``; after ``retry_limit`` (3) failures it raises and the step stops instead of training on a fake 0 |
 
