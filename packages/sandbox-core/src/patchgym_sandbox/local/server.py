@@ -1,9 +1,12 @@
 """The driver's side of an isolated local sandbox: bubblewrap running the exec server.
 
 :func:`launch` starts ``bwrap ... python3 -c <nsinit> <serve> <supervisor>`` (the shared
-exec server loop, :mod:`patchgym_sandbox.serve`, extended by :mod:`patchgym_sandbox.nsinit`) as PID 1 of
-the sandbox's namespaces, moves that PID into the sandbox's cgroups before anything runs
-(bubblewrap blocks on ``--block-fd`` until then), and waits for ``READY``.
+exec server loop, :mod:`patchgym_sandbox.serve`, extended by :mod:`patchgym_sandbox.nsinit`;
+precompiled once per driver where the interpreter is the driver's own, see
+:mod:`.bootcode`) as PID 1 of the sandbox's namespaces, in the sandbox's cgroups before
+anything runs (as root the preexec places bubblewrap there before it starts; otherwise
+bubblewrap blocks on ``--block-fd`` until the driver has moved the init), and waits for
+``READY``.
 :class:`ServerConnection` multiplexes commands and shells over its stdin/stdout: one
 reader thread hands frames to the waiting coroutine's loop. Killing the server's PID
 (:meth:`ServerConnection.kill`) ends every process in the sandbox at once.
