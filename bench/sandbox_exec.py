@@ -144,8 +144,14 @@ FLOOR_OVERLAY = "floor: unshare + overlay mount"
 
 
 def floor_bwrap() -> None:
-    """A bare bubblewrap, as this user: what any bwrap sandbox costs at least."""
-    subprocess.run(["bwrap", "--ro-bind", "/", "/", "true"], check=True)
+    """A bare bubblewrap, as this user: what any bwrap sandbox costs at least. Tried up to
+    three times: binding the whole host root races with mounts that other processes remove
+    meanwhile ("Can't bind mount /oldroot/ ... No such file or directory")."""
+    for _ in range(3):
+        done = subprocess.run(["bwrap", "--ro-bind", "/", "/", "true"], capture_output=True)
+        if done.returncode == 0:
+            return
+    raise OSError(done.stderr.decode(errors="replace").strip())
 
 
 def floor_overlay(template: Path, d: Path) -> None:
