@@ -26,8 +26,10 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
-from typing import IO, Callable, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
+
+TYPE_CHECKING = False  # typing costs ~2.5 ms of the sandbox's start; mypy reads it anyway
+if TYPE_CHECKING:
+    from typing import IO, Callable, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
 
 TOKEN_VAR = "PATCHGYM_EXEC"
 TIMEOUT_EXIT_CODE = 124
@@ -315,7 +317,7 @@ def supervise(
     out, keep its limits while it runs on without output pipes, kill whatever is left of its
     tree, pass on what the pipes still buffered, and report how it ended.
     """
-    token = token or uuid.uuid4().hex
+    token = token or os.urandom(16).hex()  # not uuid: its import costs ~2 ms
     full_env = dict(os.environ if env is None else env)
     full_env[TOKEN_VAR] = token
     start = time.monotonic()

@@ -389,8 +389,9 @@ class LocalSandbox(Sandbox):
                 gvisor.report_pid(info_fd[0])
 
         etc, tmp, root, workdir = staged[0], staged[1], staged[2], self.workdir
+        placed = uid is not None and not gvisor_mode
 
-        def argv_for(info: int, block: int, command: list[str]) -> list[str]:
+        def argv_for(info: int, block: int | None, command: list[str]) -> list[str]:
             if not gvisor_mode:
                 return [*bwrap_argv(etc=etc, readonly=readonly, root=root, workdir=workdir,
                                     tmp=tmp, network=self.spec.network, info_fd=info,
@@ -407,11 +408,13 @@ class LocalSandbox(Sandbox):
                 python=self._backend.python(),
                 env=self._env({}),
                 rlimits={"RLIMIT_CPU": res.cpu_time_s} if res.cpu_time_s else {},
-                on_init=lambda pid: cgroups.add(groups, pid),
+                # as root, preexec placed bubblewrap (so the init) in the groups already
+                on_init=None if placed else lambda pid: cgroups.add(groups, pid),
                 sandbox_id=self.id,
                 log=self._base / "isolation.log",
                 preexec_fn=preexec,
                 pass_fds=(filter_fd,),
+                precompiled=not gvisor_mode,
             )
         finally:
             os.close(filter_fd)

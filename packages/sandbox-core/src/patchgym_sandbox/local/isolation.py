@@ -161,7 +161,7 @@ def bwrap_argv(
     tmp: Path,
     network: bool,
     info_fd: int,
-    block_fd: int,
+    block_fd: int | None,
     seccomp_fd: int,
 ) -> list[str]:
     """argv up to (excluding) the command; the command runs as PID 1 of its namespace.
@@ -185,7 +185,9 @@ def bwrap_argv(
     if network:
         argv.append("--share-net")
     argv += ["--die-with-parent", "--new-session", "--as-pid-1"]
-    argv += ["--info-fd", str(info_fd), "--block-fd", str(block_fd)]
+    argv += ["--info-fd", str(info_fd)]
+    if block_fd is not None:  # the driver places the init in its cgroups first
+        argv += ["--block-fd", str(block_fd)]
     argv += _system_binds()
     argv += ["--ro-bind", str(etc), "/etc"]
     argv += ["--proc", "/proc", *proc_defaults(), "--dev", "/dev", "--bind", str(tmp), "/tmp"]

@@ -1,9 +1,12 @@
 """The driver's side of an isolated local sandbox: bubblewrap running the exec server.
 
 :func:`launch` starts ``bwrap ... python3 -c <nsinit> <serve> <supervisor>`` (the shared
-exec server loop, :mod:`patchgym_sandbox.serve`, extended by :mod:`patchgym_sandbox.nsinit`) as PID 1 of
-the sandbox's namespaces, moves that PID into the sandbox's cgroups before anything runs
-(bubblewrap blocks on ``--block-fd`` until then), and waits for ``READY``.
+exec server loop, :mod:`patchgym_sandbox.serve`, extended by :mod:`patchgym_sandbox.nsinit`;
+precompiled once per driver where the interpreter is the driver's own, see
+:mod:`.bootcode`) as PID 1 of the sandbox's namespaces, in the sandbox's cgroups before
+anything runs (as root the preexec places bubblewrap there before it starts; otherwise
+bubblewrap blocks on ``--block-fd`` until the driver has moved the init), and waits for
+``READY``.
 :class:`ServerConnection` multiplexes commands and shells over its stdin/stdout: one
 reader thread hands frames to the waiting coroutine's loop. Killing the server's PID
 (:meth:`ServerConnection.kill`) ends every process in the sandbox at once.
@@ -22,11 +25,10 @@ import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from patchgym_sandbox.errors import IsolationUnavailable, SandboxLost
+from patchgym_sandbox.local import bootcode
 from patchgym_sandbox.remote import FrameDecoder, server_kill, server_request
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest
@@ -35,11 +37,6 @@ from patchgym_sandbox.server_client import ServerClient, ServerGone
 from patchgym_sandbox.session import ShellChannel
 
 READY_TIMEOUT_S = 30.0
-
-
-@cache
-def _source(name: str) -> str:
-    return resources.files("patchgym_sandbox").joinpath(name).read_text()
 
 
 @dataclass
@@ -173,28 +170,32 @@ class ServerShell(ShellChannel):
 
 
 def launch(
-    argv_for: Callable[[int, int, list[str]], list[str]],
+    argv_for: Callable[[int, int | None, list[str]], list[str]],
     *,
     python: str,
     env: Mapping[str, str],
     rlimits: Mapping[str, int],
-    on_init: Callable[[int], None],
+    on_init: Callable[[int], None] | None,
     sandbox_id: str,
     log: Path,
     preexec_fn: Callable[[], None] | None = None,
     pass_fds: Sequence[int] = (),
+    precompiled: bool = True,
 ) -> ServerConnection:
     """Start the sandbox. ``argv_for(info_fd, block_fd, command)`` is the whole argv running
     ``command`` (the exec server) in the sandbox, speaking bubblewrap's info/block fd
     protocol (bubblewrap itself, or :mod:`~patchgym_sandbox.local.gvisor`'s); ``on_init``
-    gets the init's PID while bubblewrap waits (to place it in cgroups) before anything runs;
-    ``preexec_fn`` runs in the child before bubblewrap (drops root, see ``local.rootless``)."""
+    gets the init's PID while bubblewrap waits (to place it in cgroups) before anything runs
+    (None: ``preexec_fn`` placed bubblewrap there already, so nothing waits: ``block_fd``
+    is None); ``preexec_fn`` runs in the child before bubblewrap (drops root, see
+    ``local.rootless``). ``precompiled``: the server may get its code through an inherited
+    descriptor (see :mod:`.bootcode`; runsc passes none on)."""
     info_r, info_w = os.pipe()
-    block_r, block_w = os.pipe()
+    block_r, block_w = os.pipe() if on_init is not None else (None, None)
     config = json.dumps({"rlimits": dict(rlimits)})
-    command = [python, "-I", "-S", "-c", _source("nsinit.py"), _source("serve.py"),
-               _source("supervisor.py"), config]  # fmt: skip
+    command, boot_fds = bootcode.argv(python, config, precompiled=precompiled)
     argv = argv_for(info_w, block_r, command)
+    blocks = (block_r,) if block_r is not None else ()
     try:
         with open(log, "wb") as err:
             proc = subprocess.Popen(
@@ -203,29 +204,30 @@ def launch(
                 stdout=subprocess.PIPE,
                 stderr=err,
                 env=dict(env),
-                pass_fds=(info_w, block_r, *pass_fds),
+                pass_fds=(info_w, *blocks, *boot_fds, *pass_fds),
                 preexec_fn=preexec_fn,
                 start_new_session=True,
             )
     finally:
-        os.close(info_w)
-        os.close(block_r)
+        for fd in (info_w, *blocks):
+            os.close(fd)
     try:
         init_pid = _read_child_pid(info_r)
         if init_pid is None:
             proc.wait(READY_TIMEOUT_S)
             raise IsolationUnavailable(f"the sandbox failed to start: {_tail(log)}")
-        on_init(init_pid)
-        with contextlib.suppress(BrokenPipeError):  # no --block-fd (runsc): nothing waits
-            os.write(block_w, b"1")
+        if on_init is not None and block_w is not None:
+            on_init(init_pid)
+            with contextlib.suppress(BrokenPipeError):  # no --block-fd (runsc): nothing waits
+                os.write(block_w, b"1")
     except BaseException:
         with contextlib.suppress(OSError):
             proc.kill()
         proc.wait()
         raise
     finally:
-        os.close(block_w)
-        os.close(info_r)
+        for fd in (info_r, *((block_w,) if block_w is not None else ())):
+            os.close(fd)
     conn = ServerConnection(proc=proc, init_pid=init_pid, sandbox_id=sandbox_id)
     line = proc.stdout.readline()  # type: ignore[union-attr]  # spawned with stdout=PIPE
     if not line.startswith(b"- READY"):
