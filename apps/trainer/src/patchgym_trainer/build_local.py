@@ -26,6 +26,7 @@ from patchgym_envs.localbuild import (
     LocalBuilder,
     Outcome,
 )
+from patchgym_envs.localbuild.cluster import load_image
 from patchgym_envs.localbuild.images import for_docker
 from patchgym_envs.localbuild.probe import Gate, GateFailed, parity_gate
 from patchgym_envs.task import Task
@@ -60,7 +61,7 @@ def write_report(report: BuildReport, out: Path) -> None:
                 "envs": {k: e.model_dump(mode="json") for k, e in report.envs.items()},
             },
             indent=1,
-        )
+        ),
     )
     lines = [
         f"# build-local: {report.summary()}",
@@ -89,7 +90,9 @@ def write_report(report: BuildReport, out: Path) -> None:
 def keep_logs(gate: Gate, out: Path) -> None:
     for kind, text in (("gold", gate.gold_log), ("empty", gate.empty_log)):
         if text:
-            write_bytes(out / "logs" / f"{gate.task.id}.{kind}.log.gz", gzip.compress(text.encode()))
+            write_bytes(
+                out / "logs" / f"{gate.task.id}.{kind}.log.gz", gzip.compress(text.encode())
+            )
 
 
 async def probe_network(
@@ -122,8 +125,9 @@ async def probe_network(
 
 
 def images_for(report: BuildReport, build: LocalBuildConfig) -> None:
-    """Give every built task its offline image (``FROM local/bookworm-py``); a row whose
-    image fails to build is reported failed and written nowhere."""
+    """Give every built task its offline image (``FROM local/bookworm-py``), loaded into the
+    cluster node's runtime for ``--for k8s``; a row whose image fails to build (or load) is
+    reported failed and written nowhere."""
     outcomes = {o.id: o for o in report.outcomes}
     kept = []
     for task in report.tasks:
@@ -131,6 +135,9 @@ def images_for(report: BuildReport, build: LocalBuildConfig) -> None:
         env = report.envs[task.metadata["local_env"]["key"]]
         try:
             built = for_docker(task, env, scratch=build.cache_dir)
+            if build.target == "k8s":
+                assert built.image is not None
+                load_image(built.image, build.node_runtime)
         except BuildFailed as exc:
             outcome.status, outcome.reason = "failed", f"image: {exc}"
             continue
@@ -163,8 +170,10 @@ def build_rows(
         asyncio.run(
             probe_network(report, backend, console, allow_drop=build.allow_drop, out=build.out)
         )
-    if build.target == "docker" and report.tasks:
-        console.print("building offline docker images: one per environment, one per row")
+    if build.target in ("docker", "k8s") and report.tasks:
+        console.print(
+            f"building offline images for {build.target}: one per environment, one per row"
+        )
         images_for(report, build)
     return report
 
