@@ -48,9 +48,12 @@ class GroundTruth:
 
     def __init__(
         self, row: dict[str, Any], mirror: Path, root: Path, python: str, *, as_of: str,
-        packages: tuple[str, ...] = ("numpy", "pytest"),
+        packages: tuple[str, ...] = ("numpy", "pytest"), offline: bool = False,
     ) -> None:  # fmt: skip
         self.row, self.mirror, self.root = row, mirror, root
+        self.offline = ["unshare", "--map-root-user", "--net"] if offline else []
+        """``offline``: the tests run in a network namespace of their own (loopback only), as
+        in a sandbox, whatever the host can reach."""
         self.f2p: list[str] = json.loads(row["FAIL_TO_PASS"])
         self.p2p: list[str] = json.loads(row["PASS_TO_PASS"])
         self.repo = self.clone("install")
@@ -85,7 +88,7 @@ class GroundTruth:
                     env=git_env("2000-01-01T00:00:00+00:00"),
                 )  # fmt: skip
         done = subprocess.run(
-            [self.python, "-m", "pytest", "-rA", "-p", "no:cacheprovider",
+            [*self.offline, self.python, "-m", "pytest", "-rA", "-p", "no:cacheprovider",
              *test_files(self.row["test_patch"])],
             cwd=repo, capture_output=True, text=True, check=False,
             env={**git_env("2000-01-01T00:00:00+00:00"), "PYTHONPATH": str(repo)},
