@@ -17,38 +17,22 @@ must match, and the regression must score 0.
 from __future__ import annotations
 
 import json
-import re
-import subprocess
 from pathlib import Path
 
 import pytest
-from sdist_rows import git_env, sdist_repo
-
-from patchgym_envs.localbuild.errors import Unbuildable
-from patchgym_envs.localbuild.pythons import find_python
-from patchgym_trainer.cli import main
+from plain_venv import GroundTruth, cli, python_or_skip
+from sdist_rows import sdist_repo
 
 HERE = Path(__file__).parent / "localbuild"
 ROW = json.loads((HERE / "pydicom.jsonl").read_text())
 AS_OF = "2020-11-05T00:00:00Z"
 F2P = json.loads(ROW["FAIL_TO_PASS"])
 P2P = json.loads(ROW["PASS_TO_PASS"])
-TEST_FILE = "pydicom/tests/test_json.py"
-STATUS = re.compile(r"^(PASSED|FAILED|ERROR) (\S+)")
-
-
-def run(argv: list[str]) -> int:
-    with pytest.raises(SystemExit) as code:
-        main(argv)
-    return int(code.value.code or 0)
 
 
 @pytest.fixture(scope="module")
 def python39() -> str:
-    try:
-        return find_python("3.9")
-    except Unbuildable as exc:
-        pytest.skip(f"the harness spec for pydicom 2.1 needs Python 3.9: {exc}")
+    return python_or_skip("3.9", "the harness spec for pydicom 2.1")
 
 
 @pytest.fixture(scope="module")
@@ -63,60 +47,15 @@ def mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
 
-class GroundTruth:
-    """The row's test file in a plain venv: the era's numpy/pytest, ``pip install -e .``."""
-
-    def __init__(self, mirror: Path, root: Path, python: str) -> None:
-        self.repo = root / "checkout"
-        subprocess.run(["git", "clone", "-q", str(mirror), str(self.repo)], check=True)
-        venv = root / "venv"
-        self.python = str(venv / "bin" / "python")
-        subprocess.run(["uv", "venv", "-q", "--python", python, str(venv)], check=True)
-        subprocess.run(
-            ["uv", "pip", "install", "-q", "--python", self.python, "--exclude-newer", AS_OF,
-             "pip", "setuptools", "wheel", "numpy", "pytest"],
-            check=True,
-        )  # fmt: skip
-        subprocess.run(
-            [self.python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-             "-e", "."],
-            cwd=self.repo, check=True, capture_output=True,
-        )  # fmt: skip
-
-    def statuses(self, patch: str) -> dict[str, str]:
-        git = ["git", "-c", "core.hooksPath=/dev/null"]
-        env = git_env("2020-11-05T00:00:00+00:00")
-        subprocess.run([*git, "checkout", "-q", "--", "."], cwd=self.repo, check=True, env=env)
-        for diff in (patch, ROW["test_patch"]):
-            if diff.strip():
-                subprocess.run(
-                    [*git, "apply", "-"], cwd=self.repo, input=diff, text=True, check=True
-                )
-        done = subprocess.run(
-            [self.python, "-m", "pytest", "-rA", "-p", "no:cacheprovider", TEST_FILE],
-            cwd=self.repo, capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        out = {}
-        for line in done.stdout.splitlines():
-            m = STATUS.match(line)
-            if m:
-                out[m.group(2)] = m.group(1)
-        return out
-
-    def resolved(self, patch: str) -> bool:
-        got = self.statuses(patch)
-        return all(got.get(t) == "PASSED" for t in (*F2P, *P2P))
-
-
 @pytest.fixture(scope="module")
 def truth(mirror: Path, python39: str, tmp_path_factory: pytest.TempPathFactory) -> GroundTruth:
-    return GroundTruth(mirror, tmp_path_factory.mktemp("truth"), python39)
+    return GroundTruth(ROW, mirror, tmp_path_factory.mktemp("truth"), python39, as_of=AS_OF)
 
 
 @pytest.fixture(scope="module")
 def built(mirror: Path, python39: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("built")
-    code = run(
+    code = cli(
         [
             "datasets", "build-local", "dataset=file", f"dataset.path={HERE / 'pydicom.jsonl'}",
             "--out", str(out), "--cache-dir", str(out / "cache"),
@@ -145,10 +84,13 @@ def test_ground_truth_and_build_agree(built: Path, truth: GroundTruth, tmp_path:
     """gold, empty, gold-plus-regression: the plain venv and the build give the same verdicts;
     the regression (a PN component read from the wrong key) scores 0 on the default build."""
     regression = (HERE / "pydicom_gold_plus_regression.diff").read_text()
-    assert truth.resolved(ROW["patch"]) is True
-    assert truth.resolved("") is False
-    assert truth.resolved(regression) is False
-    code = run(
+    truths = truth.verdicts({"gold": ROW["patch"], "empty": "", "regression": regression})
+    assert {n: truth.resolved_by(s) for n, s in truths.items()} == {
+        "gold": True,
+        "empty": False,
+        "regression": False,
+    }
+    code = cli(
         ["validate", "dataset=file", f"dataset.path={built / 'tasks.jsonl'}",
          "--out", str(tmp_path / "v")]
     )  # fmt: skip
@@ -159,7 +101,7 @@ def test_ground_truth_and_build_agree(built: Path, truth: GroundTruth, tmp_path:
     task["gold_patch"] = regression
     bad = tmp_path / "regression.jsonl"
     bad.write_text(json.dumps(task) + "\n")
-    code = run(
+    code = cli(
         ["validate", "dataset=file", f"dataset.path={bad}", "validate.patches=[gold]",
          "--out", str(tmp_path / "r")]
     )  # fmt: skip

@@ -6,47 +6,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-PAGE = 4096
+from tiny_disks import fill, one_line, tmpfs
 
 
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "disk", "256k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
-def fill(disk: Path, leave_pages: int) -> None:
-    """Fill ``disk`` to the last page, then free ``leave_pages`` pages."""
-    filler = disk / "filler"
-    with filler.open("wb", buffering=0) as fh:
-        try:
-            while True:
-                fh.write(b"x" * PAGE)
-        except OSError:
-            pass
-    size = filler.stat().st_size // PAGE * PAGE
-    os.truncate(filler, max(0, size - leave_pages * PAGE))
 
 
 def validate(out: Path) -> subprocess.CompletedProcess[str]:
@@ -58,13 +30,6 @@ def validate(out: Path) -> subprocess.CompletedProcess[str]:
         env={**os.environ, "COLUMNS": "80"},
         timeout=600,
     )  # fmt: skip
-
-
-def one_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, stderr
-    assert "Traceback" not in stderr
-    return lines[0]
 
 
 def test_room_for_results_only_keeps_them_whole(tiny_disk: Path) -> None:

@@ -286,9 +286,19 @@ def datasets_build_local(
     target: Annotated[
         str,
         typer.Option(
-            "--for", help="local (templates + envs), or docker (also an offline image per row)"
+            "--for",
+            help="local (templates + envs), docker (also an offline image per row), or k8s "
+            "(and load each image into the cluster node's runtime)",
         ),
     ] = "local",
+    node_runtime: Annotated[
+        str,
+        typer.Option(
+            "--node-runtime",
+            help="--for k8s: the kubelet's runtime: containerd (ctr import) or docker (nothing "
+            "to load: the project's single-node cluster)",
+        ),
+    ] = "containerd",
     allow_drop: Annotated[
         int, typer.Option("--allow-drop", help="most network-bound tests one row may lose")
     ] = 3,
@@ -306,10 +316,14 @@ def datasets_build_local(
     from patchgym_trainer.commands.build_local import build_local, parse_mirrors
     from patchgym_trainer.compose import compose
 
-    if target not in ("local", "docker"):
+    if target not in ("local", "docker", "k8s"):
         from patchgym_trainer.errors import ConfigError
 
-        raise ConfigError(f"--for {target!r}: expected local or docker")
+        raise ConfigError(f"--for {target!r}: expected local, docker or k8s")
+    if node_runtime not in ("containerd", "docker"):
+        from patchgym_trainer.errors import ConfigError
+
+        raise ConfigError(f"--node-runtime {node_runtime!r}: expected containerd or docker")
     cfg = compose(overrides or [])
     fields: dict[str, object] = {
         "out": out,
@@ -318,6 +332,7 @@ def datasets_build_local(
         "allow_drop": allow_drop,
         "as_of": as_of,
         "target": target,
+        "node_runtime": node_runtime,
     }
     if python:
         fields["python"] = python

@@ -21,11 +21,16 @@ FULL = (errno.ENOSPC, errno.EDQUOT)
 
 def write_text(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` atomically (a hidden temporary file, then a rename)."""
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (a hidden temporary file, then a rename)."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(text)
+        with tmp.open("wb") as fh:
+            fh.write(data)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)

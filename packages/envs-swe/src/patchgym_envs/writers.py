@@ -41,11 +41,16 @@ def write_verl_parquet(
     return out
 
 
+def jsonl_line(task: Task) -> str:
+    """``task`` as one line of a ``task``-format JSONL file."""
+    return json.dumps(task.model_dump(mode="json"), ensure_ascii=False) + "\n"
+
+
 def write_jsonl(tasks: Iterable[Task], path: str | Path) -> Path:
     """One JSON task per line (``Task.model_dump``), readable with format ``task``."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
         for task in tasks:
-            fh.write(json.dumps(task.model_dump(mode="json"), ensure_ascii=False) + "\n")
+            fh.write(jsonl_line(task))
     return out

@@ -4,7 +4,8 @@ without Docker (repository at base commit + a uv environment per install spec).
 Writes ``<out>/tasks.jsonl`` (only the rows that built and passed the parity gate),
 ``<out>/report.json``, a per-row table ``<out>/report.md`` (with each environment's
 resolved versions and every dropped test's evidence) and the gate's test logs under
-``<out>/logs/``; prints how many rows can run locally.
+``<out>/logs/``; prints how many rows can run locally. Every file is written whole or not at
+all: a full disk ends the command with one line naming the file and what ``<out>`` kept.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from patchgym_envs import write_jsonl
 from patchgym_envs.localbuild import (
     BuildFailed,
     BuildReport,
@@ -26,11 +26,15 @@ from patchgym_envs.localbuild import (
     LocalBuilder,
     Outcome,
 )
+from patchgym_envs.localbuild.cluster import load_image
 from patchgym_envs.localbuild.images import for_docker
 from patchgym_envs.localbuild.probe import Gate, GateFailed, parity_gate
+from patchgym_envs.task import Task
+from patchgym_envs.writers import jsonl_line
 from patchgym_sandbox import SandboxBackend, create_backend
 from patchgym_trainer.datasets import load_dataset
 from patchgym_trainer.errors import TrainerError
+from patchgym_trainer.outputs import kept_on_full_disk, write_bytes, write_text
 from patchgym_trainer.schema import AppConfig
 
 
@@ -49,14 +53,15 @@ def _mib(n: int) -> str:
 
 
 def write_report(report: BuildReport, out: Path) -> None:
-    (out / "report.json").write_text(
+    write_text(
+        out / "report.json",
         json.dumps(
             {
                 "outcomes": [o.model_dump(mode="json") for o in report.outcomes],
                 "envs": {k: e.model_dump(mode="json") for k, e in report.envs.items()},
             },
             indent=1,
-        )
+        ),
     )
     lines = [
         f"# build-local: {report.summary()}",
@@ -79,15 +84,15 @@ def write_report(report: BuildReport, out: Path) -> None:
     for key, env in report.envs.items():
         lines += ["", f"## Environment {key} (resolved as of {env.as_of or 'today'})", ""]
         lines.append(", ".join(f"{n}=={v}" for n, v in sorted(env.packages.items())))
-    (out / "report.md").write_text("\n".join(lines) + "\n")
+    write_text(out / "report.md", "\n".join(lines) + "\n")
 
 
 def keep_logs(gate: Gate, out: Path) -> None:
-    logs = out / "logs"
-    logs.mkdir(exist_ok=True)
     for kind, text in (("gold", gate.gold_log), ("empty", gate.empty_log)):
         if text:
-            (logs / f"{gate.task.id}.{kind}.log.gz").write_bytes(gzip.compress(text.encode()))
+            write_bytes(
+                out / "logs" / f"{gate.task.id}.{kind}.log.gz", gzip.compress(text.encode())
+            )
 
 
 async def probe_network(
@@ -120,8 +125,9 @@ async def probe_network(
 
 
 def images_for(report: BuildReport, build: LocalBuildConfig) -> None:
-    """Give every built task its offline image (``FROM local/bookworm-py``); a row whose
-    image fails to build is reported failed and written nowhere."""
+    """Give every built task its offline image (``FROM local/bookworm-py``), loaded into the
+    cluster node's runtime for ``--for k8s``; a row whose image fails to build (or load) is
+    reported failed and written nowhere."""
     outcomes = {o.id: o for o in report.outcomes}
     kept = []
     for task in report.tasks:
@@ -129,6 +135,9 @@ def images_for(report: BuildReport, build: LocalBuildConfig) -> None:
         env = report.envs[task.metadata["local_env"]["key"]]
         try:
             built = for_docker(task, env, scratch=build.cache_dir)
+            if build.target == "k8s":
+                assert built.image is not None
+                load_image(built.image, build.node_runtime)
         except BuildFailed as exc:
             outcome.status, outcome.reason = "failed", f"image: {exc}"
             continue
@@ -137,12 +146,9 @@ def images_for(report: BuildReport, build: LocalBuildConfig) -> None:
     report.tasks = kept
 
 
-def build_local(
-    cfg: AppConfig, build: LocalBuildConfig, console: Console, *, probe: bool = True
+def build_rows(
+    cfg: AppConfig, build: LocalBuildConfig, tasks: list[Task], console: Console, *, probe: bool
 ) -> BuildReport:
-    tasks = load_dataset(cfg.dataset).tasks
-    if not tasks:
-        raise TrainerError(f"dataset {cfg.dataset.name!r} produced no tasks")
     build.out.mkdir(parents=True, exist_ok=True)
     builder = LocalBuilder(build)
     columns = (
@@ -164,11 +170,24 @@ def build_local(
         asyncio.run(
             probe_network(report, backend, console, allow_drop=build.allow_drop, out=build.out)
         )
-    if build.target == "docker" and report.tasks:
-        console.print("building offline docker images: one per environment, one per row")
+    if build.target in ("docker", "k8s") and report.tasks:
+        console.print(
+            f"building offline images for {build.target}: one per environment, one per row"
+        )
         images_for(report, build)
-    write_jsonl(report.tasks, build.out / "tasks.jsonl")
-    write_report(report, build.out)
+    return report
+
+
+def build_local(
+    cfg: AppConfig, build: LocalBuildConfig, console: Console, *, probe: bool = True
+) -> BuildReport:
+    tasks = load_dataset(cfg.dataset).tasks
+    if not tasks:
+        raise TrainerError(f"dataset {cfg.dataset.name!r} produced no tasks")
+    with kept_on_full_disk(build.out):  # one line naming the file and what was kept (exit 4)
+        report = build_rows(cfg, build, tasks, console, probe=probe)
+        write_text(build.out / "tasks.jsonl", "".join(jsonl_line(t) for t in report.tasks))
+        write_report(report, build.out)
     table = Table("task", "status", "env", "build s", "network tests", "reason")
     for o in report.outcomes:
         table.add_row(

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from patchgym_envs.bundled.template import cache_home
 from patchgym_envs.converters.swebench_eval import eval_script
+from patchgym_envs.localbuild.cluster import NodeRuntime
 from patchgym_envs.localbuild.envs import EnvBuilder, EnvInfo, disk_usage
 from patchgym_envs.localbuild.errors import BuildFailed, Unbuildable
 from patchgym_envs.localbuild.probe import without_network_tests
@@ -51,8 +52,11 @@ class LocalBuildConfig(BaseModel):
     as_of: str | None = None
     """Resolve unpinned requirements as of this date for every row (default: each row's
     ``created_at`` day); ``"none"`` resolves to today's releases."""
-    target: Literal["local", "docker"] = "local"
-    """``docker``: also build an offline image per row (``localbuild.images``)."""
+    target: Literal["local", "docker", "k8s"] = "local"
+    """``docker``: also build an offline image per row (``localbuild.images``); ``k8s``: and
+    load it into the cluster node's runtime (``localbuild.cluster``)."""
+    node_runtime: NodeRuntime = "containerd"
+    """``k8s``: the kubelet's container runtime (``docker``: the images are already in it)."""
     allow_drop: int = Field(default=3, ge=0)
     """The most tests the network probe may drop from one row before the row is refused."""
 

@@ -11,6 +11,8 @@ unbuildable, with the reason.
 
 from __future__ import annotations
 
+import asyncio
+
 from pydantic import BaseModel, Field
 
 from patchgym_envs.config import default_of
@@ -71,10 +73,16 @@ async def probe_gold(task: Task, backend: SandboxBackend) -> Probe:
 
 
 async def parity_gate(task: Task, backend: SandboxBackend, *, allow_drop: int) -> Gate:
-    """Run gold then empty; raise :class:`Unbuildable` (with the logs kept on the error's
-    ``gate``) when the row would not grade like the harness."""
-    gold = await probe_gold(task, backend)
-    gate = Gate(task=task, network=gold.network, gold_log=gold.log)
+    """Run gold and empty (at once); raise :class:`Unbuildable` (with the logs kept on the
+    error's ``gate``) when the row would not grade like the harness."""
+    try:
+        async with asyncio.TaskGroup() as runs:  # a test file waiting on the network waits once
+            gold_run = runs.create_task(probe_gold(task, backend))
+            empty_run = runs.create_task(run_patch(task, backend, ""))
+    except ExceptionGroup as failed:  # the first failure, as the caller knows it
+        raise failed.exceptions[0] from None
+    gold, (empty_failing, empty_log) = gold_run.result(), empty_run.result()
+    gate = Gate(task=task, network=gold.network, gold_log=gold.log, empty_log=empty_log)
     if set(gold.network) & set(task.fail_to_pass):
         raise GateFailed(
             f"FAIL_TO_PASS needs the network: {sorted(set(gold.network) & set(task.fail_to_pass))[:3]}",
@@ -94,8 +102,6 @@ async def parity_gate(task: Task, backend: SandboxBackend, *, allow_drop: int) -
             gate,
         )
     shipped = without_network_tests(task, gold.network)
-    empty_failing, empty_log = await run_patch(shipped, backend, "")
-    gate.empty_log = empty_log
     passing = [t for t in shipped.fail_to_pass if t not in empty_failing]
     if passing:
         raise GateFailed(
