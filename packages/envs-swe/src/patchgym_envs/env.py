@@ -319,7 +319,7 @@ class SWEEnv:
                 "here rather than continuing in a new, empty sandbox"
             )
         backend = self._get_backend()
-        spec = self.config.sandbox_spec(
+        spec = await self.config.aspec(
             self.task,
             backend,
             rollout_id=f"{self.task.id}-{self._idx}" if self._idx is not None else None,

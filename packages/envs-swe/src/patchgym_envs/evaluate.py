@@ -46,7 +46,7 @@ async def evaluate_patch(
         env = env.model_copy(update=updates)
     else:
         env = EnvConfig(python=python, run_id=run_id)
-    spec = env.sandbox_spec(task, backend, rollout_id=rollout_id)
+    spec = await env.aspec(task, backend, rollout_id=rollout_id)
     sandbox = backend.sandbox(spec)
     applied = False
     try:
