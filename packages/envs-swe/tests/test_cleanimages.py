@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_gitclean import ENV, assert_only_base, git, upstream
+from test_gitclean import ENV, assert_only_base, upstream
 
 from patchgym_envs import EnvConfig, bundled_task
 from patchgym_envs.cleanimages import clean_spec, pulled_as_is, reduce_script
