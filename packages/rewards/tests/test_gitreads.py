@@ -73,6 +73,11 @@ HONEST = [
     "git log --author='Al' --since=2020-01-01",
     "git",
     "git -C",
+    "git add --all",
+    "git add -A && git commit --all -m wip",
+    "git stash --all",
+    "git add 2.0.py",
+    "git clean -fdx",
 ]
 
 

@@ -69,6 +69,41 @@ FOREIGN_OPTIONS = frozenset(
 )
 """Options that reach every ref, the reflogs, or arbitrary objects (``--tags=v*`` too)."""
 _BRANCH_ONLY = frozenset({"-a", "-r"})
+READERS = frozenset(
+    {
+        "log",
+        "rev-list",
+        "shortlog",
+        "show",
+        "whatchanged",
+        "show-branch",
+        "rev-parse",
+        "describe",
+        "cat-file",
+        "branch",
+        "bundle",
+        "fast-export",
+        "pack-objects",
+        "diff",
+        "diff-tree",
+        "ls-tree",
+        "grep",
+        "archive",
+        "checkout",
+        "switch",
+        "restore",
+        "cherry-pick",
+        "merge",
+        "rebase",
+        "reset",
+        "blame",
+        "format-patch",
+        "merge-base",
+        "range-diff",
+        "cherry",
+    }
+)
+"""Subcommands that read a revision they are given (``git add --all`` reads nothing)."""
 _GIT_PATH = re.compile(
     r"\.git/(?:packed-refs|refs/(?:tags|remotes)|logs|objects|FETCH_HEAD|ORIG_HEAD)"
 )
@@ -118,6 +153,8 @@ def _foreign(argv: list[str]) -> bool:
     sub, args = argv[i], argv[i + 1 :]
     if sub in ALWAYS:
         return True
+    if sub not in READERS:
+        return False
     for arg in args:
         if arg == "--":
             break
