@@ -70,7 +70,7 @@ def derive_blocking(api: APIClient, image: str, script: str, repository: str) ->
             repository=repo,
             tag=tag,
             conf={
-                "Cmd": conf.get("Cmd"),
+                "Cmd": conf.get("Cmd") or ["/bin/sh"],  # never the script itself
                 "Entrypoint": conf.get("Entrypoint") or None,
                 "User": conf.get("User") or "",
                 "WorkingDir": conf.get("WorkingDir") or "",
