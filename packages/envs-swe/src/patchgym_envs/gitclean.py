@@ -34,7 +34,7 @@ for section in $(g config --local --name-only --list | grep -E '^(remote|branch)
 done
 (cd "$gitdir" && rm -f FETCH_HEAD ORIG_HEAD MERGE_HEAD CHERRY_PICK_HEAD REVERT_HEAD \\
   BISECT_LOG shallow packed-refs.lock && rm -rf logs refs/original rr-cache modules worktrees)
-g repack -a -d -f -q --no-write-bitmap-index
+g repack -a -d -q --no-write-bitmap-index
 (cd "$gitdir/objects" && rm -rf info/alternates info/commit-graph info/commit-graphs \\
   info/packs info/multi-pack-index pack/multi-pack-index)
 g prune --expire=now
