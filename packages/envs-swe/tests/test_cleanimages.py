@@ -132,7 +132,7 @@ async def test_pulled_image_is_derived_once_without_its_future(future_image: str
     derived: list[str] = []
     try:
         before = await _checks(backend, future_image)
-        assert "THE FIX" in before["grep"] and "refs/tags/v2" in before["refs"]  # the attack
+        assert before["grep"].splitlines()[-1] != "0" and "refs/tags/v2" in before["refs"]
         base = before["base"]
         spec = await EnvConfig(sandbox={"type": "docker"}).aspec(
             bundled_task("csvlite").model_copy(update={"image": future_image, "base_commit": base}),
