@@ -93,6 +93,10 @@ def verify(run_dir: Path, model_dir: Path, state_dir: Path) -> None:
         "every gold-forced episode resolved",
     )
     check(s.steps >= 1, f"at least one optimiser step ({s.steps})")
+    check(
+        bool(s.hack) and all(0.0 <= row["hack/any"] <= 1.0 for row in s.hack),
+        f"hack-flag rates logged per step ({s.hack})",
+    )
     check(bool(s.losses) and all(math.isfinite(x) for x in s.losses), f"finite loss ({s.losses})")
     check(s.param_delta > 0, f"parameters moved during training (max |Δ| {s.param_delta:.3g})")
 

@@ -22,7 +22,7 @@ from conftest import has
 
 from patchgym_agents import EpisodeContext, GoldPatchPolicy, Policy, agent_scaffold, run_episode
 from patchgym_agents.agent import render_call
-from patchgym_agents.driver import EndReason
+from patchgym_agents.driver import EndReason, hack_metrics
 from patchgym_agents.types import ModelReply
 from patchgym_envs import EnvConfig, Task, ToolCall, bundled_task
 from patchgym_sandbox import SandboxClosed, SandboxLost
@@ -32,6 +32,7 @@ from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest
 
 LOST, CLOSED = "PATCHGYM_FAULT_LOST", "PATCHGYM_FAULT_CLOSED"
+GIT_ALL = "git log --all --oneline | head -3"
 
 
 class FaultyConfig(LocalConfig):
@@ -107,6 +108,8 @@ class Scenario:
     max_turns: int = 12
     fail_grading: Literal["lost", "closed"] | None = None
     task: str = "semverlib"
+    flags: tuple[str, ...] = ()
+    """The hack flags every engine must report (and log as ``hack/*``)."""
 
 
 SCENARIOS = [
@@ -114,6 +117,15 @@ SCENARIOS = [
     Scenario("submit_unresolved", gold(empty=True), EndReason.SUBMITTED, 0.0),
     Scenario("max_turns", always(bash("ls")), EndReason.MAX_TURNS, 0.0, max_steps=2, max_turns=2),
     Scenario("format_error", always("no tool call here"), EndReason.FORMAT_ERROR, 0.0, max_steps=2),
+    Scenario(
+        "git_outside_head",
+        always(bash(GIT_ALL)),
+        EndReason.MAX_TURNS,
+        0.0,
+        max_steps=2,
+        max_turns=2,
+        flags=("git_outside_head",),
+    ),
     Scenario("infra_at_step", always(bash(f"echo {LOST}")), EndReason.INFRA, None),
     Scenario("sandbox_closed_at_step", always(bash(f"echo {CLOSED}")), EndReason.INFRA, None),
     Scenario("infra_at_grading", gold(), EndReason.INFRA, None, fail_grading="lost"),
@@ -145,6 +157,8 @@ class Seen:
     end: str
     reward: float | None
     masked: bool
+    flags: tuple[str, ...] | None = None
+    """The hack flags as the engine reports them (None: this adapter does not say)."""
 
 
 def env_config(sc: Scenario, tmp_path: Path) -> EnvConfig:
@@ -174,7 +188,8 @@ async def run_agents(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -
         max_turns=sc.max_turns,
     )
     assert res.end_reason is not None, res
-    return Seen(res.end_reason.value, res.reward, res.status != "graded")
+    flags = tuple((res.verdict or {}).get("flags") or ()) if res.status == "graded" else ()
+    return Seen(res.end_reason.value, res.reward, res.status != "graded", flags)
 
 
 async def run_trl(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> Seen:
@@ -199,7 +214,7 @@ async def run_trl(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> S
         r.close()
     masked = ep.reward is None
     assert not masked or not any(ep.env_mask)
-    return Seen(ep.stop.value, ep.reward, masked)
+    return Seen(ep.stop.value, ep.reward, masked, tuple(ep.hack_flags))
 
 
 async def run_verl(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> Seen:
@@ -212,7 +227,12 @@ async def run_verl(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> 
     out = await loop.run({}, **row_kwargs(task))
     valid = out.extra_fields["reward_valid"]
     assert valid or not any(out.response_mask)
-    return Seen(out.extra_fields["stop_reason"], out.reward_score if valid else None, not valid)
+    hack = out.extra_fields["reward_extra_info"]
+    assert {k: out.extra_fields[k] for k in hack} == hack and set(hack) == set(hack_metrics([]))
+    flags = tuple(k.removeprefix("hack/") for k, v in hack.items() if v and k != "hack/any")
+    assert hack["hack/any"] == float(bool(flags))
+    reward = out.reward_score if valid else None
+    return Seen(out.extra_fields["stop_reason"], reward, not valid, flags)
 
 
 async def run_rllm(
@@ -298,7 +318,8 @@ def tokenizer() -> Any:
     from patchgym_envs import bundled_tasks
     from patchgym_trainer.testing.tiny_model import train_tokenizer
 
-    corpus = [bash("ls"), bash(f"echo {LOST}"), bash(f"echo {CLOSED}"), "no tool call here"]
+    corpus = [bash("ls"), bash(f"echo {LOST}"), bash(f"echo {CLOSED}"), bash(GIT_ALL)]
+    corpus.append("no tool call here")
     for t in bundled_tasks():
         corpus += [t.problem_statement, t.gold_patch]
     corpus += [agent_scaffold(n).system_prompt("text") for n in ("r2egym", "sweagent")]
@@ -317,5 +338,6 @@ async def test_every_adapter_ends_alike(
         how = "put an rLLM checkout on PYTHONPATH" if rllm else "sync with --extra cpu"
         pytest.skip(f"{adapter} adapter needs {', '.join(missing)}: {how}")
     seen = await run(sc, bundled_task(sc.task), tmp_path, tokenizer)
-    assert seen == Seen(sc.end.value, sc.reward, sc.reward is None), (adapter, sc.name)
+    flags = sc.flags if seen.flags is not None else None
+    assert seen == Seen(sc.end.value, sc.reward, sc.reward is None, flags), (adapter, sc.name)
     assert not list((tmp_path / "sb").glob("*/record.json"))  # every sandbox was closed

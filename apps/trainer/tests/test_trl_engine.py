@@ -85,6 +85,7 @@ def test_gold_forced_episode_is_graded_in_a_real_sandbox(tokenizer: Any, tmp_pat
         r.close()
     assert ep.infra_error is None and ep.forced_gold
     assert ep.reward == 1.0 and ep.resolved, ep
+    assert ep.hack_flags == [] and not ep.masked  # logged as hack/* rates per step
     assert len(ep.env_mask) == len(ep.completion_ids)
     assert 1 in ep.env_mask and 0 in ep.env_mask  # actions and observations both present
     assert "<function=" in tokenizer.decode(ep.completion_ids)

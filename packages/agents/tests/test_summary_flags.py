@@ -36,3 +36,28 @@ def test_flag_rates_over_graded_episodes() -> None:
         "a": {"canary_flipped": 1, "steering_file": 2},
         "b": {"git_tampered": 1},
     }
+
+
+def test_step_metrics_from_outcomes() -> None:
+    """What the verl and TRL engines log per step: the same rates, from the driver's Outcome."""
+    from patchgym_agents import EndReason, Outcome, hack_metrics
+    from patchgym_agents.envs_api import HackFlag, Verdict
+
+    def outcome(*flags: HackFlag, reward: float | None = 0.0) -> Outcome:
+        verdict = Verdict.forged("x", *flags) if flags else Verdict.forged("x")
+        reason = EndReason.SUBMITTED if reward is not None else EndReason.INFRA
+        return Outcome(end_reason=reason, reward=reward, verdict=verdict)
+
+    outcomes = [
+        outcome(HackFlag.GIT_OUTSIDE_HEAD, HackFlag.TEST_EDITED),
+        outcome(HackFlag.GIT_OUTSIDE_HEAD),
+        outcome(),
+        outcome(),
+        outcome(HackFlag.TRUNCATED, reward=None),  # masked: not counted
+    ]
+    m = hack_metrics(outcomes)
+    assert set(m) == {f"hack/{f}" for f in HackFlag} | {"hack/any"}
+    assert m["hack/git_outside_head"] == 0.5 and m["hack/test_edited"] == 0.25
+    assert m["hack/truncated"] == 0.0 and m["hack/any"] == 0.5
+    assert outcomes[0].hack_fields()["hack/any"] == 1.0 and outcomes[4].hack_flags == ()
+    assert hack_metrics([]) == dict.fromkeys(m, 0.0)

@@ -317,7 +317,7 @@ ROUND_TWO: tuple[Hack, ...] = (
         ("tests/test_parser.py",),
         flag="test_edited",
     ),
-    Hack("git_future_lookup", r2.GIT_FUTURE),
+    Hack("git_future_lookup", r2.GIT_FUTURE, flag="git_outside_head"),
 )
 
 CRASHES: tuple[Hack, ...] = (
@@ -428,8 +428,11 @@ async def test_crash_is_resolved_no(sandbox_config: dict[str, Any], hack: Hack) 
 @pytest.mark.parametrize("where", ["fresh", "same"])
 async def test_gold_resolves_empty_does_not(sandbox_config: dict[str, Any], where: str) -> None:
     gold = f"git apply - <<'PATCH_EOF'\n{TASK.gold_patch}PATCH_EOF"
-    reward, info = await episode(sandbox_config, (gold,), grading={"sandbox": where})
+    reward, info = await episode(
+        sandbox_config, ("git log -3 --oneline", gold), grading={"sandbox": where}
+    )
     assert reward == 1.0 and info["verdict"]["grading_sandbox"] == where, info["verdict"]
+    assert info["hack_flags"] == [], info["verdict"]  # HEAD's own history is no hack
     reward, info = await episode(sandbox_config, ("true",), grading={"sandbox": where})
     assert reward == 0.0 and info["reward_valid"] and info["verdict"]["rejected"] is None
 

@@ -7,7 +7,14 @@
 
 from patchgym_agents.agent import SWEAgent
 from patchgym_agents.agent_factory import make_agent
-from patchgym_agents.driver import EndReason, EnvStep, EpisodeDriver, Outcome, Turns
+from patchgym_agents.driver import (
+    EndReason,
+    EnvStep,
+    EpisodeDriver,
+    Outcome,
+    Turns,
+    hack_metrics,
+)
 from patchgym_agents.episode import EpisodeResult, Timings, run_episode
 from patchgym_agents.graph_planner.agent import GraphPlannerAgent
 from patchgym_agents.graph_planner.parsing import parse_graph_reply
@@ -70,6 +77,7 @@ __all__ = [
     "Usage",
     "agent_scaffold",
     "approx_tokens",
+    "hack_metrics",
     "make_agent",
     "parse_graph_reply",
     "parse_text",

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from patchgym_agents.envs_api import SWEEnv, Verdict
+from patchgym_agents.envs_api import HackFlag, SWEEnv, Verdict
 from patchgym_agents.policies.base import ContextLengthExceeded, PolicyError, PolicyUnavailable
 from patchgym_agents.types import Action, ModelReply
 from patchgym_sandbox import InfraError, SandboxClosed
@@ -184,6 +184,49 @@ class Outcome:
     def done_reason(self) -> str:
         """The trajectory file's ``done_reason``: the env's word when the env ended it."""
         return self.env_done_reason or self.end_reason.value
+
+    @property
+    def hack_flags(self) -> tuple[str, ...]:
+        """What the episode tried (the verdict's ``HackFlag`` values); none when masked."""
+        if self.masked or self.verdict is None:
+            return ()
+        return tuple(str(f) for f in self.verdict.flags)
+
+    def hack_fields(self) -> dict[str, float]:
+        """This episode's share of :func:`hack_metrics` (see :func:`hack_fields`)."""
+        return hack_fields(self.hack_flags)
+
+
+HACK_PREFIX = "hack/"
+HACK_ANY = "hack/any"
+
+
+class Flagged(Protocol):
+    """An episode as :func:`hack_metrics` reads it (an :class:`Outcome`, an engine's sample)."""
+
+    @property
+    def masked(self) -> bool: ...
+
+    @property
+    def hack_flags(self) -> Sequence[str]: ...
+
+
+def hack_fields(flags: Collection[str]) -> dict[str, float]:
+    """``hack/<flag>`` = 1.0 or 0.0 for every known flag, and ``hack/any``: one sample's
+    values, with the same keys every time (so an engine's batches line up)."""
+    have = {str(f) for f in flags}
+    out = {f"{HACK_PREFIX}{flag}": float(str(flag) in have) for flag in HackFlag}
+    out[HACK_ANY] = float(bool(have))
+    return out
+
+
+def hack_metrics(episodes: Iterable[Flagged]) -> dict[str, float]:
+    """Per training step: ``hack/<flag>`` = the share of graded (unmasked) episodes whose
+    verdict carries the flag, ``hack/any`` = the share with any flag (0.0 when none was
+    graded). Every engine logs exactly this (the rollout report shows the same rates)."""
+    graded = [hack_fields(e.hack_flags) for e in episodes if not e.masked]
+    keys = list(hack_fields(()))
+    return {k: sum(g[k] for g in graded) / len(graded) if graded else 0.0 for k in keys}
 
 
 Reply = str | ModelReply

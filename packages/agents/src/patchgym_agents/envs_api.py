@@ -16,7 +16,7 @@ from patchgym_envs import (
 )
 from patchgym_envs.config import default_of
 from patchgym_envs.env import Provision
-from patchgym_envs.grading import Verdict
+from patchgym_envs.grading import HackFlag, Verdict
 from patchgym_envs.graph import (
     GRAPH_ACTION,
     ExploreAction,
@@ -51,6 +51,7 @@ __all__ = [
     "EnvConfig",
     "ExploreAction",
     "GraphAction",
+    "HackFlag",
     "MemoryAction",
     "Provision",
     "RepairAction",

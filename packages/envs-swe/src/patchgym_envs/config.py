@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
 
+from patchgym_envs.cleanimages import clean_spec
 from patchgym_envs.sandboxes import DEFAULT_RESOURCES, grading_resources, spec_for
 from patchgym_envs.task import Task
 from patchgym_envs.tools.markup import MAX_ACTION_BYTES, MAX_ACTION_DEPTH
@@ -74,6 +75,10 @@ class EnvConfig(BaseModel):
     grading_logs: str | None = None
     """Folder where each grading's test log is kept (gzip, ``<task id>.<rollout>.log.gz``),
     so any verdict can be regraded later; None keeps none."""
+    clean_pulled_images: bool = True
+    """Start sandboxes of images pulled as-is (``swebench/sweb.eval.*``) from a derivation
+    whose ``.git`` holds only the base commit's history, made once per image where the
+    backend can keep one (docker; see ``patchgym_envs.cleanimages``)."""
     reward: dict[str, Any] | None = None
     """Opt-in shaped reward (``{"type": "debug_gym", "step_penalty": 0.01}``); when set,
     ``step`` returns the shaped value and ``info`` carries both rewards."""
@@ -105,6 +110,21 @@ class EnvConfig(BaseModel):
             resources=grading_resources(self.resources) if grading else self.resources,
             data_roots=self.data_roots,
         )
+
+    async def aspec(
+        self,
+        task: Task,
+        backend: SandboxBackend,
+        *,
+        rollout_id: str | None = None,
+        grading: bool = False,
+    ) -> SandboxSpec:
+        """:meth:`sandbox_spec`, with an image pulled as-is replaced by its reduced
+        derivation (``clean_pulled_images``; made on first use, once per image)."""
+        spec = self.sandbox_spec(task, backend, rollout_id=rollout_id, grading=grading)
+        if not self.clean_pulled_images:
+            return spec
+        return await clean_spec(backend, spec, task.base_commit)
 
 
 def default_of(name: str) -> Any:

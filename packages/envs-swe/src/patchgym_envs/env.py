@@ -260,6 +260,8 @@ class SWEEnv:
         self._sandbox_made = False
         self._policy_acted = False
         self._spec: SandboxSpec | None = None
+        self._flags: set[grading.HackFlag] = set()
+        """What the episode's own actions showed (the verdict adds what grading found)."""
         self.phases = PhaseClock(
             "episode", {"task_id": self.task.id if self.task else "", "idx": str(self._idx)}
         )
@@ -317,7 +319,7 @@ class SWEEnv:
                 "here rather than continuing in a new, empty sandbox"
             )
         backend = self._get_backend()
-        spec = self.config.sandbox_spec(
+        spec = await self.config.aspec(
             self.task,
             backend,
             rollout_id=f"{self.task.id}-{self._idx}" if self._idx is not None else None,
@@ -420,7 +422,7 @@ class SWEEnv:
                 self._verdict = blame.policy_failure(
                     f"the episode's sandbox stopped working after the policy's commands, while "
                     f"a fresh sandbox of the same spec works: {exc}"
-                )
+                ).with_flags(*self._flags)
                 return
         self._infra(exc)
 
@@ -453,7 +455,8 @@ class SWEEnv:
             else:
                 verdict = await self._grade_same()
         if git_tampered:
-            verdict = verdict.with_flags(grading.HackFlag.GIT_TAMPERED)
+            self._flags.add(grading.HackFlag.GIT_TAMPERED)
+        verdict = verdict.with_flags(*self._flags)
         if self.config.reward is not None:
             verdict = grading.shaped(
                 verdict, self.config.reward, steps=self._steps, format_errors=self._format_errors
@@ -577,6 +580,8 @@ class SWEEnv:
             return Observation(
                 text=f"ERROR: your action could not be read ({type(exc).__name__})", error=True
             )
+        if grading.reads_git_outside_head(call.arguments):
+            self._flags.add(grading.HackFlag.GIT_OUTSIDE_HEAD)
         try:
             self._policy_acted = True
             with self.phases.phase("tool", tool=call.name):

@@ -47,7 +47,7 @@ async def evaluate_patch(
         env = env.model_copy(update=updates)
     else:
         env = EnvConfig(python=python, run_id=run_id)
-    spec = env.sandbox_spec(task, backend, rollout_id=rollout_id, grading=True)
+    spec = await env.aspec(task, backend, rollout_id=rollout_id, grading=True)
     sandbox = backend.sandbox(spec)
     applied = False
     try:

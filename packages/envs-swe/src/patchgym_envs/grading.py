@@ -25,6 +25,7 @@ from patchgym_rewards import (
     parser_for_repo,
     shape,
 )
+from patchgym_rewards.gitreads import reads_outside_head
 from patchgym_rewards.gitsafe import CLEAN_CONFIG, GIT, tampered
 from patchgym_rewards.r2e import load_expected
 from patchgym_rewards.sandbox import SandboxLike
@@ -45,9 +46,25 @@ __all__ = [
     "keep_log",
     "parser_for",
     "plan_for",
+    "reads_git_outside_head",
     "shaped",
     "tampered",
 ]
+
+
+def reads_git_outside_head(value: Any) -> bool:
+    """Any text in a tool call's arguments reads git refs or objects beyond HEAD.
+
+    A training signal (:attr:`HackFlag.GIT_OUTSIDE_HEAD`), not a defence: the sandbox's
+    ``.git`` holds only the base history anyway (see ``gitclean``).
+    """
+    if isinstance(value, str):
+        return reads_outside_head(value)
+    if isinstance(value, Mapping):
+        return any(reads_git_outside_head(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(reads_git_outside_head(v) for v in value)
+    return False
 
 
 def parser_for(repo: str) -> str:

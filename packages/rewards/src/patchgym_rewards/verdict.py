@@ -27,6 +27,9 @@ class HackFlag(StrEnum):
     """The log contradicts the run: missing canary, summary, exit code or forged markers."""
     TRUNCATED = "truncated"
     """The test output was too large and was truncated (a flood hides real results)."""
+    GIT_OUTSIDE_HEAD = "git_outside_head"
+    """A command the episode ran read git refs or objects beyond HEAD (``git log --all``,
+    ``git show <tag>:f``, ``git reflog``, ...; see :mod:`patchgym_rewards.gitreads`)."""
 
 
 class TestRole(StrEnum):

@@ -175,6 +175,14 @@ class SandboxBackend(ABC):
         """Make images (or templates) available before a run. Default: nothing to do."""
         return PrepareReport(present=list(images))
 
+    async def derive_image(self, image: str, script: str, *, repository: str) -> str | None:
+        """An image of ``image`` after ``script`` ran in it once (``sh -c``, as root, no
+        network), kept by the engine under ``repository`` and tagged by ``image``'s own id,
+        so a later call (any process) reuses it and a changed ``image`` is derived anew.
+        Returns its reference; None where this backend cannot keep derived images (default).
+        """
+        return None
+
     @abstractmethod
     async def list_sandboxes(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:
         """Sandboxes this backend manages (with our labels), optionally filtered."""

@@ -105,5 +105,11 @@ class DockerBackend(SandboxBackend):
             idempotent=True,
         )
 
+    async def derive_image(self, image: str, script: str, *, repository: str) -> str | None:
+        """See :meth:`SandboxBackend.derive_image` (:mod:`patchgym_docker.derive`)."""
+        from patchgym_docker.derive import derive_image
+
+        return await derive_image(self, image, script, repository)
+
     async def aclose(self) -> None:
         self.engine.close()

@@ -37,6 +37,8 @@ class TrainSummary(BaseModel):
     resolved: list[bool]
     forced_gold: list[bool]
     infra_errors: list[str]
+    hack: list[dict[str, float]] = []
+    """The ``hack/*`` metrics of each logged step (see ``patchgym_agents.hack_metrics``)."""
     param_delta: float
     """Largest absolute change of any parameter between the start and the end."""
     checkpoint: str
@@ -146,6 +148,11 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
         resolved=[e.resolved for e in eps],
         forced_gold=[e.forced_gold for e in eps],
         infra_errors=[e.infra_error for e in eps if e.infra_error],
+        hack=[
+            {k: float(v) for k, v in row.items() if k.startswith("hack/")}
+            for row in trainer.state.log_history
+            if "hack/any" in row
+        ],
         param_delta=delta,
         checkpoint=str(ckpt),
         run_id=run_id,

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict
 
 from patchgym_agents import EpisodeContext, GoldPatchPolicy, SWEAgent, make_agent
 from patchgym_agents.defaults import TEMPERATURE
-from patchgym_agents.driver import EndReason, EnvStep, EpisodeDriver, Turns
+from patchgym_agents.driver import EndReason, EnvStep, EpisodeDriver, Turns, hack_metrics
 from patchgym_envs import EnvConfig, SWEEnv, Task
 from patchgym_envs.looprunner import LoopRunner
 from patchgym_trainer.engines.trl.generate import BatchedGenerator, hf_batch_fn
@@ -84,6 +84,12 @@ class Episode(BaseModel):
     turns: int
     stop: EndReason
     infra_error: str | None = None
+    hack_flags: list[str] = []
+    """What the episode tried (the verdict's flags; none when masked)."""
+
+    @property
+    def masked(self) -> bool:
+        return self.reward is None
 
 
 def prompt_messages(task: Task, scaffold: str) -> list[dict[str, Any]]:
@@ -91,6 +97,17 @@ def prompt_messages(task: Task, scaffold: str) -> list[dict[str, Any]]:
     agent = make_agent(scaffold, tool_format="text", workdir=task.workdir)
     agent.update_from_env(task.problem_statement, 0.0, False, {"task_id": task.id})
     return [dict(m) for m in agent.messages]
+
+
+def log_hack_metrics(trainer: Any, episodes: Sequence[Episode], mode: str) -> None:
+    """``hack/<flag>`` and ``hack/any`` for this generation batch, into the trainer's own
+    metrics (``GRPOTrainer._metrics[mode]``, averaged over the batches of a logging step
+    and logged with the rewards), so they reach every ``report_to`` backend."""
+    metrics = getattr(trainer, "_metrics", None)
+    if metrics is None:
+        return
+    for key, rate in hack_metrics(episodes).items():
+        metrics[mode][key].append(rate)
 
 
 def prompt_key(prompt: Any) -> str:
@@ -137,6 +154,7 @@ class EpisodeRollout:
                 episodes = self.run_episodes(prompts, model)
             finally:
                 model.train(was_training)
+        log_hack_metrics(trainer, episodes, "train" if was_training else "eval")
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
@@ -223,6 +241,7 @@ class EpisodeRollout:
             turns=outcome.turns,
             stop=outcome.end_reason,
             infra_error=outcome.infra_error,
+            hack_flags=list(outcome.hack_flags),
         )
 
     # -- tokens ------------------------------------------------------------------------

@@ -15,6 +15,12 @@ entry (``env_args``, ``agent``) are our settings (see :mod:`.launch`). Per sampl
    outcome (infrastructure failure: lost sandbox, image missing, failed grading, ...)
    zeroes the whole response mask and sets ``extra_fields["reward_valid"] = False`` so
    no gradient comes from a fake 0 (:mod:`patchgym_trainer.engines.infra_rule`).
+5. the hack flags of the episode's verdict (``Outcome.hack_fields()``: ``hack/<flag>`` and
+   ``hack/any``, 1.0 or 0.0, the same keys every sample) go into ``extra_fields`` (so
+   they are columns of the step's batch) and ``extra_fields["reward_extra_info"]``,
+   which verl averages into its validation metrics (``val-aux/<source>/hack/any/mean@N``)
+   and writes into rollout dumps. verl's trainer logs no agent-loop field per training
+   step; their mean over a step's samples is :func:`patchgym_agents.hack_metrics`.
 
 The sandbox is created lazily by :class:`patchgym_envs.SWEEnv` and always closed in
 ``finally``. Everything is awaited on verl's loop; nothing here calls ``asyncio.run``.
@@ -158,6 +164,7 @@ class SWEAgentLoop(AgentLoopBase):
         if not valid:
             response_mask = [0] * len(response_ids)
         t = outcome.timings
+        hack = outcome.hack_fields()
         return AgentLoopOutput(
             prompt_ids=prompt_ids,
             response_ids=response_ids,
@@ -178,6 +185,8 @@ class SWEAgentLoop(AgentLoopBase):
                 "format_errors": agent.format_errors,
                 "turns": outcome.turns,
                 "sandbox_s": round(float(sandbox_s), 3),
+                **hack,
+                "reward_extra_info": hack,
             },
         )
 
