@@ -14,7 +14,7 @@ Two readings a parser alone cannot give:
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, deque
 
 # "=== 1 failed, 2 passed, 1 warning in 0.12s ===", "2 passed in 0.01 seconds" (-q,
 # old pytest), "=== 1 passed, 1 error in 1.2s (0:00:01) ===".
@@ -51,6 +51,34 @@ MISMATCH = "log does not match the runner's summary"
 _SHORT_SUMMARY = re.compile(r"^=+ short test summary info =+$", re.MULTILINE)
 
 
+_WALK_LIMIT = 10_000
+
+
+def _last_line(
+    text: str, pattern: re.Pattern[str], needle: str, end: int | None = None
+) -> re.Match[str] | None:
+    """The last line of ``text[:end]`` that ``pattern`` matches whole.
+
+    Walks back from ``end`` through the occurrences of ``needle`` (a literal every match
+    contains), so a 50 MB log costs a few ``rfind`` calls, not a regex pass over it all.
+    A text dense with ``needle`` and no match near its end (a flood) gets the regex pass
+    over what is left after ``_WALK_LIMIT`` lines: never slower than that pass alone.
+    """
+    pos = len(text) if end is None else end
+    for _ in range(_WALK_LIMIT):
+        hit = text.rfind(needle, 0, pos)
+        if hit < 0:
+            return None
+        start = text.rfind("\n", 0, hit) + 1
+        stop = text.find("\n", hit)
+        match = pattern.fullmatch(text, start, len(text) if stop < 0 else stop)
+        if match is not None:
+            return match
+        pos = start
+    rest = deque(pattern.finditer(text, 0, pos), maxlen=1)
+    return rest[0] if rest else None
+
+
 def outer_summary(text: str) -> tuple[int, int, str] | None:
     """``(section start, summary start, counts)`` of pytest's own final summary line.
 
@@ -60,23 +88,25 @@ def outer_summary(text: str) -> tuple[int, int, str] | None:
     last ``short test summary info`` header before that line (the whole text up to it
     when there is none).
     """
-    last = next(reversed(list(_SUMMARY.finditer(text))), None)
+    last = _last_line(text, _SUMMARY, " in ")
     if last is None:
         return None
-    header = next(reversed(list(_SHORT_SUMMARY.finditer(text, 0, last.start()))), None)
+    header = _last_line(text, _SHORT_SUMMARY, "short test summary info", last.start())
     return (0 if header is None else header.end()), last.start(), last.group(1)
+
+
+def _totals(counts: str) -> Counter[str]:
+    totals: Counter[str] = Counter()
+    for number, word in _COUNT.findall(counts):
+        if word in _WORDS:
+            totals[_WORDS[word]] += int(number)
+    return totals
 
 
 def summary_counts(text: str) -> Counter[str] | None:
     """PASSED/FAILED/ERROR totals of pytest's final summary line of ``text``; None if none."""
     found = outer_summary(text)
-    if found is None:
-        return None
-    totals: Counter[str] = Counter()
-    for number, word in _COUNT.findall(found[2]):
-        if word in _WORDS:
-            totals[_WORDS[word]] += int(number)
-    return totals
+    return None if found is None else _totals(found[2])
 
 
 def summary_mismatch(text: str) -> str | None:
@@ -93,8 +123,7 @@ def summary_mismatch(text: str) -> str | None:
     found = outer_summary(text)
     if found is None:
         return None
-    expected = summary_counts(text)
-    assert expected is not None
+    expected = _totals(found[2])
     lines = Counter(_RESULT_LINE.findall(text, found[0]))  # and any printed after it
     for status in ("FAILED", "ERROR", "PASSED"):
         if status == "PASSED" and lines[status] == 0:
