@@ -55,9 +55,10 @@ _WALK_LIMIT = 10_000
 
 
 def _last_line(
-    text: str, pattern: re.Pattern[str], needle: str, end: int | None = None
+    text: str, pattern: re.Pattern[str], needle: str, begin: int = 0, end: int | None = None
 ) -> re.Match[str] | None:
-    """The last line of ``text[:end]`` that ``pattern`` matches whole.
+    """The last line of ``text[begin:end]`` that ``pattern`` matches whole (``begin`` is a
+    line start).
 
     Walks back from ``end`` through the occurrences of ``needle`` (a literal every match
     contains), so a 50 MB log costs a few ``rfind`` calls, not a regex pass over it all.
@@ -66,33 +67,33 @@ def _last_line(
     """
     pos = len(text) if end is None else end
     for _ in range(_WALK_LIMIT):
-        hit = text.rfind(needle, 0, pos)
+        hit = text.rfind(needle, begin, pos)
         if hit < 0:
             return None
-        start = text.rfind("\n", 0, hit) + 1
-        stop = text.find("\n", hit)
-        match = pattern.fullmatch(text, start, len(text) if stop < 0 else stop)
+        start = max(begin, text.rfind("\n", 0, hit) + 1)
+        stop = text.find("\n", hit, pos)
+        match = pattern.fullmatch(text, start, pos if stop < 0 else stop)
         if match is not None:
             return match
         pos = start
-    rest = deque(pattern.finditer(text, 0, pos), maxlen=1)
+    rest = deque(pattern.finditer(text, begin, pos), maxlen=1)
     return rest[0] if rest else None
 
 
-def outer_summary(text: str) -> tuple[int, int, str] | None:
+def outer_summary(text: str, begin: int = 0, end: int | None = None) -> tuple[int, int, str] | None:
     """``(section start, summary start, counts)`` of pytest's own final summary line.
 
     The outer run's summary is the last summary line of the text: a suite that runs
     pytest inside its tests (pytest's own repository) prints inner summaries and inner
     ``PASSED`` lines in captured output *before* it. The section is the text from the
     last ``short test summary info`` header before that line (the whole text up to it
-    when there is none).
+    when there is none). ``begin``/``end``: read only that region of ``text`` (no copy).
     """
-    last = _last_line(text, _SUMMARY, " in ")
+    last = _last_line(text, _SUMMARY, " in ", begin, end)
     if last is None:
         return None
-    header = _last_line(text, _SHORT_SUMMARY, "short test summary info", last.start())
-    return (0 if header is None else header.end()), last.start(), last.group(1)
+    header = _last_line(text, _SHORT_SUMMARY, "short test summary info", begin, last.start())
+    return (begin if header is None else header.end()), last.start(), last.group(1)
 
 
 def _totals(counts: str) -> Counter[str]:
@@ -109,8 +110,9 @@ def summary_counts(text: str) -> Counter[str] | None:
     return None if found is None else _totals(found[2])
 
 
-def summary_mismatch(text: str) -> str | None:
-    """Why the ``-rA`` result lines of ``text`` disagree with pytest's summary, or None.
+def summary_mismatch(text: str, begin: int = 0, end: int | None = None) -> str | None:
+    """Why the ``-rA`` result lines of ``text[begin:end]`` disagree with pytest's summary,
+    or None (the region is read in place: ``begin`` a line start, ``end`` a line end).
 
     Only the outer run counts: its final summary line and the result lines from its
     own short-summary section on (nested runs' lines in captured output before it are
@@ -120,11 +122,13 @@ def summary_mismatch(text: str) -> str | None:
     FAILED and ERROR lines must match exactly (pytest always lists them); PASSED lines
     must match whenever there are any (without ``-rA`` there are none to count).
     """
-    found = outer_summary(text)
+    found = outer_summary(text, begin, end)
     if found is None:
         return None
     expected = _totals(found[2])
-    lines = Counter(_RESULT_LINE.findall(text, found[0]))  # and any printed after it
+    lines = Counter(
+        _RESULT_LINE.findall(text, found[0], len(text) if end is None else end)
+    )  # and any printed after it
     for status in ("FAILED", "ERROR", "PASSED"):
         if status == "PASSED" and lines[status] == 0:
             continue

@@ -164,7 +164,7 @@ def grade_swebench(
             parsed=len(status_map),
         )
     if strict and log_parser.removeprefix("parse_log_") in PYTEST_PARSERS:
-        mismatch = summary_mismatch(text[begin:end] if (begin, end) != (0, len(text)) else text)
+        mismatch = summary_mismatch(text, begin, end)
         if mismatch is not None:
             return _rejected(
                 mismatch, exit_code, parsed=len(status_map), conflicting=conflicts_of(status_map)
