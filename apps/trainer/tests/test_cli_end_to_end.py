@@ -73,6 +73,33 @@ def test_rollout_gold_policy_two_samples(tmp_path: Path) -> None:
     assert len(logs) == 4 and all(f"href='logs/{p.name}'" in html for p in logs)
 
 
+def test_rollout_resumes_unless_told_not_to(tmp_path: Path) -> None:
+    """A second run into the same folder skips finished episodes; ``rollout.resume=false``
+    redoes them (the latest result per episode is what the report counts)."""
+    argv = ["rollout", "rollout.policy=gold", "dataset.limit=1", "--out", str(tmp_path)]
+    traj = tmp_path / "trajectories.jsonl"
+    assert run(argv) == 0 and len(traj.read_text().splitlines()) == 1
+    assert run(argv) == 0 and len(traj.read_text().splitlines()) == 1
+    assert run([*argv, "rollout.resume=false", "rollout.infra_retries=0"]) == 0
+    assert len(traj.read_text().splitlines()) == 2
+
+
+def test_rollout_settings_reach_the_policy() -> None:
+    """``rollout.top_p`` and ``rollout.retries`` reach the OpenAI policy's sampling and client."""
+    import asyncio
+
+    from patchgym_trainer.commands.rollout import make_policy
+    from patchgym_trainer.compose import compose
+
+    cfg = compose(["rollout.model=m", "rollout.top_p=0.9", "rollout.retries=1"])
+    policy = asyncio.run(make_policy(cfg))
+    try:
+        assert policy.sampling.top_p == 0.9  # type: ignore[attr-defined]
+        assert policy.retry.attempts == 2  # type: ignore[attr-defined]
+    finally:
+        asyncio.run(policy.aclose())
+
+
 def test_rollout_rule_planner_needs_no_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

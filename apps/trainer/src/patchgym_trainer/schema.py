@@ -25,7 +25,13 @@ from pydantic import (
     model_validator,
 )
 
-from patchgym_agents.defaults import CONCURRENCY, MODEL_TIMEOUT_S, TEMPERATURE
+from patchgym_agents.defaults import (
+    CONCURRENCY,
+    INFRA_RETRIES,
+    MODEL_RETRIES,
+    MODEL_TIMEOUT_S,
+    TEMPERATURE,
+)
 from patchgym_envs import EnvConfig
 from patchgym_sandbox import BackendConfig
 from patchgym_sandbox.registry import load_config
@@ -147,11 +153,19 @@ class RolloutSettings(_Strict):
     """K: samples per task (pass@k is reported for k = 1..K)."""
     concurrency: int = Field(default=CONCURRENCY, gt=0)
     temperature: float = Field(default=TEMPERATURE, ge=0)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    """Nucleus sampling; None: the server's default."""
     max_tokens: int = Field(default=2048, gt=0)
     tool_format: Literal["text", "native"] | None = None
     """None: the agent group's ``tool_format``."""
     model_timeout_s: float = Field(default=MODEL_TIMEOUT_S, gt=0)
     """Deadline of one model call (the client's timeout and the episode's per-call limit)."""
+    retries: int = Field(default=MODEL_RETRIES, ge=0)
+    """Retries of one model call on a transient error (rate limit, 5xx, timeout)."""
+    infra_retries: int = Field(default=INFRA_RETRIES, ge=0)
+    """Reruns of an episode that ended in an infrastructure failure (masked, never scored)."""
+    resume: bool = True
+    """Skip episodes already in the output folder's trajectories.jsonl (false: redo them)."""
 
 
 class TrainSettings(_Strict):

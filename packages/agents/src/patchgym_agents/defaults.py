@@ -17,3 +17,11 @@ TEMPERATURE = 1.0
 CONCURRENCY = 4
 """Most episodes (so sandboxes) at once: ``RolloutConfig.concurrency``, the trainer's
 ``validate.concurrency`` and ``rollout.concurrency``."""
+
+MODEL_RETRIES = 5
+"""Retries of one model call on a transient error (``OpenAIPolicy(max_retries=...)``, the
+trainer's ``rollout.retries``)."""
+
+INFRA_RETRIES = 2
+"""Reruns of an episode that ended in an infrastructure failure (``RolloutConfig.infra_retries``,
+the trainer's ``rollout.infra_retries``)."""

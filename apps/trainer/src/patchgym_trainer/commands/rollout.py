@@ -95,8 +95,9 @@ async def make_policy(cfg: AppConfig) -> Policy:
         model,
         base_url=r.base_url,
         api_key=api_key,
-        sampling=Sampling(temperature=r.temperature, max_tokens=r.max_tokens),
+        sampling=Sampling(temperature=r.temperature, top_p=r.top_p, max_tokens=r.max_tokens),
         model_timeout_s=r.model_timeout_s,
+        max_retries=r.retries,
     )
 
 
@@ -145,8 +146,10 @@ async def run_rollout(
         samples=cfg.rollout.samples,
         concurrency=cfg.rollout.concurrency,
         model_timeout_s=cfg.rollout.model_timeout_s,
+        infra_retries=cfg.rollout.infra_retries,
         max_context_tokens=cfg.agent.max_context_tokens,
         output_dir=out_dir,
+        resume=cfg.rollout.resume,
     )
     console.print(
         f"rollout: {len(tasks)} tasks × {rc.samples} samples, policy {cfg.rollout.policy}, "

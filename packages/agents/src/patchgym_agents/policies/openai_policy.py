@@ -20,7 +20,7 @@ from typing import Any
 import openai
 from pydantic import BaseModel, ConfigDict, Field
 
-from patchgym_agents.defaults import MODEL_TIMEOUT_S, TEMPERATURE
+from patchgym_agents.defaults import MODEL_RETRIES, MODEL_TIMEOUT_S, TEMPERATURE
 from patchgym_agents.policies.base import (
     ContextLengthExceeded,
     EpisodeContext,
@@ -74,7 +74,7 @@ class OpenAIPolicy(Policy):
         api_key: str | None = None,
         sampling: Sampling | dict[str, Any] | None = None,
         model_timeout_s: float | None = None,
-        max_retries: int = 5,
+        max_retries: int = MODEL_RETRIES,
         backoff_s: float = 1.0,
         backoff_max_s: float = 60.0,
         client: openai.AsyncOpenAI | None = None,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from patchgym_agents.defaults import CONCURRENCY, MODEL_TIMEOUT_S
+from patchgym_agents.defaults import CONCURRENCY, INFRA_RETRIES, MODEL_TIMEOUT_S
 from patchgym_agents.envs_api import EnvConfig
 from patchgym_agents.scaffolds import ToolFormat
 
@@ -29,7 +29,7 @@ class RolloutConfig(BaseModel):
     ``rollout.concurrency`` default to this)."""
     model_timeout_s: float = Field(default=MODEL_TIMEOUT_S, gt=0)
     """Deadline of one policy call."""
-    infra_retries: int = Field(default=2, ge=0)
+    infra_retries: int = Field(default=INFRA_RETRIES, ge=0)
     """Extra attempts for an episode that failed on infrastructure."""
     retry_backoff_s: float = Field(default=2.0, gt=0)
     """First backoff of an infra retry (full jitter, doubling, capped at 60x)."""
