@@ -13,7 +13,7 @@ import pytest
 # Bundled templates are materialised into a cache; keep the tests' copy private.
 os.environ.setdefault("PATCHGYM_CACHE_DIR", tempfile.mkdtemp(prefix="patchgym-envs-cache-"))
 
-from patchgym_sandbox import SandboxBackend, create_backend
+from patchgym_sandbox import SandboxBackend, SandboxSpec, create_backend
 
 
 @pytest.fixture
@@ -59,3 +59,17 @@ def docker_config(*tasks: str) -> dict[str, Any]:
     for task in tasks:
         build_image(task)
     return {"type": "docker"}
+
+
+@pytest.fixture
+def specs(backend: SandboxBackend, monkeypatch: pytest.MonkeyPatch) -> list[SandboxSpec]:
+    """Every spec the real backend is asked to build (a control grading would add one)."""
+    seen: list[SandboxSpec] = []
+    make = backend.sandbox
+
+    def recording(spec: SandboxSpec) -> Any:
+        seen.append(spec)
+        return make(spec)
+
+    monkeypatch.setattr(backend, "sandbox", recording)
+    return seen

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from patchgym_envs import EnvConfig, bundled_task, evaluate_patch
 from patchgym_envs.sandboxes import grading_resources
@@ -45,20 +42,6 @@ def hostile_patch(tmp_path: Path, code: str) -> str:
     parser.write_text(code + parser.read_text())
     out = subprocess.run(["git", "diff"], cwd=work, capture_output=True, text=True, check=True)
     return out.stdout
-
-
-@pytest.fixture
-def specs(backend: SandboxBackend, monkeypatch: pytest.MonkeyPatch) -> list[SandboxSpec]:
-    """Every spec the real backend is asked to build (a control grading would add one)."""
-    seen: list[SandboxSpec] = []
-    make = backend.sandbox
-
-    def recording(spec: SandboxSpec) -> Any:
-        seen.append(spec)
-        return make(spec)
-
-    monkeypatch.setattr(backend, "sandbox", recording)
-    return seen
 
 
 async def test_a_patch_filling_tmp_is_graded_by_its_tests(

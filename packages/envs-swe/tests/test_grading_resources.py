@@ -5,27 +5,9 @@ memory headroom on top."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-
 from patchgym_envs import EnvConfig, bundled_task, evaluate_patch
 from patchgym_envs.sandboxes import GRADER_HEADROOM_MB, grading_resources
 from patchgym_sandbox import Resources, SandboxBackend, SandboxSpec
-
-
-@pytest.fixture
-def specs(backend: SandboxBackend, monkeypatch: pytest.MonkeyPatch) -> list[SandboxSpec]:
-    """Every spec the real backend is asked to build."""
-    seen: list[SandboxSpec] = []
-    make = backend.sandbox
-
-    def recording(spec: SandboxSpec) -> Any:
-        seen.append(spec)
-        return make(spec)
-
-    monkeypatch.setattr(backend, "sandbox", recording)
-    return seen
 
 
 async def test_grading_sandbox_honours_env_resources(
