@@ -54,6 +54,9 @@ _patchgym_safe_path()
 _patchgym_chain()
 """
 
+SHADOW_PREFIX = "PATCHGYM_SHADOW="
+"""What starts the line of :data:`SHADOW_QUERY`'s answer."""
+
 SHADOW_QUERY = """\
 import json, os, sys
 names = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
@@ -100,13 +103,13 @@ def shadow_names(output: str) -> frozenset[str]:
 
     names = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
     for line in output.splitlines():
-        if line.startswith("PATCHGYM_SHADOW="):
+        if line.startswith(SHADOW_PREFIX):
             try:
-                found = json.loads(line.removeprefix("PATCHGYM_SHADOW="))
+                found = json.loads(line.removeprefix(SHADOW_PREFIX))
             except ValueError:
                 continue
             names.update(n for n in found if isinstance(n, str))
     return frozenset(n for n in names if _IDENT.fullmatch(n) and not n.startswith("__"))
 
 
-__all__ = ["SHADOW_QUERY", "SITECUSTOMIZE", "interpreter_of", "shadow_names"]
+__all__ = ["SHADOW_PREFIX", "SHADOW_QUERY", "SITECUSTOMIZE", "interpreter_of", "shadow_names"]
