@@ -73,4 +73,4 @@ def tampered(output: str) -> bool:
     return f"{TAMPERED}=1" in output
 
 
-__all__ = ["CLEAN_CONFIG", "GIT", "GIT_ENV", "GIT_OPTIONS", "tampered"]
+__all__ = ["CLEAN_CONFIG", "GIT", "GIT_ENV", "GIT_OPTIONS", "TAMPERED", "tampered"]
