@@ -37,8 +37,7 @@ from patchgym_envs.evaluate import evaluate_patch
 from patchgym_envs.grading import Verdict
 from patchgym_envs.looprunner import LoopRunner
 from patchgym_envs.sandboxes import (
-    clean_git,
-    current_patch,
+    clean_patch,
     ensure_alive,
     run_setup,
 )
@@ -433,8 +432,7 @@ class SWEEnv:
         self._done_reason = reason
         with self.phases.phase("grading"):
             await ensure_alive(self._sandbox)
-            git_tampered = await clean_git(self._sandbox, timeout=self.config.step_timeout_s)
-            self._patch = await current_patch(
+            git_tampered, self._patch = await clean_patch(
                 self._sandbox, self.task.base_commit, timeout=self.config.step_timeout_s
             )
             if self.config.grading.sandbox == "fresh":

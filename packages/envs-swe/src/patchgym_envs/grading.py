@@ -26,7 +26,7 @@ from patchgym_rewards import (
     shape,
 )
 from patchgym_rewards.gitreads import reads_outside_head
-from patchgym_rewards.gitsafe import CLEAN_CONFIG, GIT, tampered
+from patchgym_rewards.gitsafe import CLEAN_CONFIG, GIT, TAMPERED, tampered
 from patchgym_rewards.r2e import load_expected
 from patchgym_rewards.sandbox import SandboxLike
 from patchgym_rewards.verdict import HackFlag
@@ -36,6 +36,7 @@ log_ = logging.getLogger(__name__)
 __all__ = [
     "CLEAN_CONFIG",
     "GIT",
+    "TAMPERED",
     "HackFlag",
     "ResolvedStatus",
     "Verdict",

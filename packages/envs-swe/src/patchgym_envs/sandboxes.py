@@ -16,7 +16,7 @@ from pathlib import Path
 from patchgym_envs import rowpaths
 from patchgym_envs.bundled import TEMPLATE_PREFIX, resolve_template
 from patchgym_envs.errors import SetupFailed
-from patchgym_envs.grading import CLEAN_CONFIG, GIT, tampered
+from patchgym_envs.grading import CLEAN_CONFIG, GIT, TAMPERED, tampered
 from patchgym_envs.task import Task
 from patchgym_sandbox import Resources, Sandbox, SandboxBackend, SandboxLost, SandboxSpec
 
@@ -167,15 +167,14 @@ async def apply_patch(sandbox: Sandbox, patch: str) -> tuple[bool, str]:
     return res.ok, res.output
 
 
-async def clean_git(sandbox: Sandbox, *, timeout: float) -> bool:
-    """Reset the repository's git config to its format keys before the grader's git runs.
-
-    True when it carried commands (filters, hooks, ``diff.external``, fsmonitor ...): the
-    episode tampered with git (a hack flag). Run before :func:`current_patch`, so the
-    agent's config can neither run code nor decide which diff is extracted.
-    """
-    res = await sandbox.exec(CLEAN_CONFIG, timeout=timeout)
-    return tampered(res.stdout)
+def _diff_command(base_commit: str | None) -> str:
+    base = base_commit or "HEAD"
+    return (
+        f"{GIT} add -A -- . {' '.join(DIFF_EXCLUDES)} >/dev/null 2>&1; "
+        f"{GIT} -c core.fileMode=true diff --no-ext-diff --no-textconv --cached --binary "
+        f"--src-prefix=a/ --dst-prefix=b/ {base}; rc=$?; "
+        f"{GIT} reset -q >/dev/null 2>&1; exit $rc"
+    )
 
 
 async def current_patch(sandbox: Sandbox, base_commit: str | None = None, *, timeout: float) -> str:
@@ -187,12 +186,25 @@ async def current_patch(sandbox: Sandbox, base_commit: str | None = None, *, tim
     New files are staged only for the diff and unstaged again, so grading still sees them
     as untracked (and removes a planted ``conftest.py``).
     """
-    base = base_commit or "HEAD"
-    cmd = (
-        f"{GIT} add -A -- . {' '.join(DIFF_EXCLUDES)} >/dev/null 2>&1; "
-        f"{GIT} -c core.fileMode=true diff --no-ext-diff --no-textconv --cached --binary "
-        f"--src-prefix=a/ --dst-prefix=b/ {base}; rc=$?; "
-        f"{GIT} reset -q >/dev/null 2>&1; exit $rc"
-    )
-    res = await sandbox.exec(cmd, timeout=timeout)
+    res = await sandbox.exec(_diff_command(base_commit), timeout=timeout)
     return res.stdout
+
+
+async def clean_patch(
+    sandbox: Sandbox, base_commit: str | None = None, *, timeout: float
+) -> tuple[bool, str]:
+    """Reset the repository's git config to its format keys, then take
+    :func:`current_patch`, in one exec: (tampered, patch).
+
+    ``tampered``: the config carried commands (filters, hooks, ``diff.external``,
+    fsmonitor ...), a hack flag. The reset runs first, so the agent's config can neither
+    run code nor decide which diff is extracted.
+    """
+    res = await sandbox.exec(
+        f"( {CLEAN_CONFIG} ) </dev/null\n{_diff_command(base_commit)}", timeout=timeout
+    )
+    _, marker, rest = res.stdout.partition(f"{TAMPERED}=")
+    if not marker:  # not a repository: CLEAN_CONFIG printed nothing
+        return False, res.stdout
+    state, _, patch = rest.partition("\n")
+    return tampered(marker + state), patch

@@ -46,22 +46,26 @@ TAMPERED = "PATCHGYM_GIT_TAMPERED"
 CLEAN_CONFIG = f"""\
 d=$({GIT} rev-parse --absolute-git-dir 2>/dev/null) || exit 0
 t=0
-if {GIT} config --file "$d/config" --name-only --list 2>/dev/null \\
-    | grep -qiE '{DANGEROUS_KEYS}'; then t=1; fi
-if [ -d "$d/hooks" ] && find "$d/hooks" -type f ! -name '*.sample' | grep -q .; then t=1; fi
+names=$({GIT} config --file "$d/config" --name-only --list 2>/dev/null) || names=unreadable.
+if printf '%s\\n' "$names" | grep -qiE '{DANGEROUS_KEYS}'; then t=1; fi
+if [ -d "$d/hooks" ] && [ -n "$(find "$d/hooks" -type f ! -name '*.sample' -print -delete)" ]
+then t=1; fi
 if [ -s "$d/info/attributes" ] || [ -e "$d/config.worktree" ]; then t=1; fi
-keep=$({GIT} config --file "$d/config" --get-regexp '{KEPT_KEYS}' 2>/dev/null)
-rm -f "$d/config.patchgym"
-printf '%s\\n' "$keep" | while read -r k v; do
-  [ -n "$k" ] && {GIT} config --file "$d/config.patchgym" "$k" "$v"
-done
-touch "$d/config.patchgym" && mv -f "$d/config.patchgym" "$d/config"
+if printf '%s\\n' "$names" | grep -qvE -e '{KEPT_KEYS}' -e '^$'; then
+  keep=$({GIT} config --file "$d/config" --get-regexp '{KEPT_KEYS}' 2>/dev/null)
+  rm -f "$d/config.patchgym"
+  printf '%s\\n' "$keep" | while read -r k v; do
+    [ -n "$k" ] && {GIT} config --file "$d/config.patchgym" "$k" "$v"
+  done
+  touch "$d/config.patchgym" && mv -f "$d/config.patchgym" "$d/config"
+fi
 rm -f "$d/info/attributes" "$d/config.worktree"
-[ -d "$d/hooks" ] && find "$d/hooks" -type f ! -name '*.sample' -delete
 echo "{TAMPERED}=$t"
 """
 """Shell that resets the repository's git config to its format keys; prints whether
-anything that runs commands or redirects git was there."""
+anything that runs commands or redirects git was there. A config that holds only format
+keys already is left as it is (rewriting it would give the same file): two git processes
+instead of one per kept key, on every grading."""
 
 
 def tampered(output: str) -> bool:
@@ -69,4 +73,4 @@ def tampered(output: str) -> bool:
     return f"{TAMPERED}=1" in output
 
 
-__all__ = ["CLEAN_CONFIG", "GIT", "GIT_ENV", "GIT_OPTIONS", "tampered"]
+__all__ = ["CLEAN_CONFIG", "GIT", "GIT_ENV", "GIT_OPTIONS", "TAMPERED", "tampered"]

@@ -50,7 +50,13 @@ from patchgym_rewards.policy import (
     runner_prefix,
 )
 from patchgym_rewards.r2e import grade_r2e
-from patchgym_rewards.safepath import SHADOW_QUERY, SITECUSTOMIZE, interpreter_of, shadow_names
+from patchgym_rewards.safepath import (
+    SHADOW_PREFIX,
+    SHADOW_QUERY,
+    SITECUSTOMIZE,
+    interpreter_of,
+    shadow_names,
+)
 from patchgym_rewards.sandbox import ExecResultLike, SandboxLike
 from patchgym_rewards.status import EvalType, ResolvedStatus
 from patchgym_rewards.swebench import grade_swebench
@@ -152,12 +158,12 @@ class GradingPlan(BaseModel):
         to_reset = _unique([*self.test_files, *modified])
         to_remove = _unique([*self.new_test_files, *created])
         flags: list[HackFlag] = []
-        cleaned = await sandbox.exec(CLEAN_CONFIG, timeout=120)
-        if tampered(cleaned.stdout):
+        ask = self.clean_collection_files and self.safe_path
+        cleaned, shadows = await self._clean_git(sandbox, ask_shadows=ask)
+        if tampered(cleaned):
             flags.append(HackFlag.GIT_TAMPERED)
         reverted: list[str] = []
         if self.clean_collection_files:
-            shadows = await self._shadows(sandbox) if self.safe_path else frozenset()
             try:
                 reverted = await revert_steering(
                     sandbox, self.base_commit, tests=self.revert_test_files, shadows=shadows
@@ -188,13 +194,16 @@ class GradingPlan(BaseModel):
         if wrapped:
             assert nonce is not None
             folder = f"/tmp/patchgym-grade-{secrets.token_hex(6)}"
+            # one exec: the nonce's line (read by the shell, never on a command line), then
+            # the safe-path sitecustomize
             prepared = await sandbox.exec(
-                f"umask 077 && mkdir -p {folder} && cat > {folder}/nonce", stdin=nonce
+                f"umask 077 && mkdir -p {folder} && IFS= read -r n && "
+                f"printf '%s\\n' \"$n\" > {folder}/nonce"
+                + (f" && cat > {folder}/sitecustomize.py" if self.safe_path else ""),
+                stdin=nonce + "\n" + (SITECUSTOMIZE if self.safe_path else ""),
             )
             if prepared.exit_code != 0:
                 return _infra("preparing the grading folder failed", prepared)
-            if self.safe_path:
-                await sandbox.exec(f"cat > {folder}/sitecustomize.py", stdin=SITECUSTOMIZE)
             script = wrap_eval_script(
                 self.eval_script,
                 nonce_file=f"{folder}/nonce",
@@ -219,17 +228,29 @@ class GradingPlan(BaseModel):
             flags=sorted(set(flags)),
         )
 
-    async def _shadows(self, sandbox: SandboxLike) -> frozenset[str]:
-        """Names a new root module must not take, asked of the eval script's Python."""
-        output = ""
-        for python in dict.fromkeys((interpreter_of(self.eval_script), "python3")):
+    async def _clean_git(
+        self, sandbox: SandboxLike, *, ask_shadows: bool
+    ) -> tuple[str, frozenset[str]]:
+        """Run :data:`CLEAN_CONFIG`; with ``ask_shadows``, in the same exec, ask the eval
+        script's Python for the names a new root module must not take (``python3`` when
+        that one fails). (CLEAN_CONFIG's output, the names.)"""
+        if not ask_shadows:
+            return (await sandbox.exec(CLEAN_CONFIG, timeout=120)).stdout, frozenset()
+        pythons = list(dict.fromkeys((interpreter_of(self.eval_script), "python3")))
+        both = await sandbox.exec(
+            f"( {CLEAN_CONFIG} ) </dev/null\n{shlex.quote(pythons[0])} -I -",
+            stdin=SHADOW_QUERY,
+            timeout=240,
+        )
+        output = both.stdout if both.exit_code == 0 else ""
+        for python in pythons[1:] if both.exit_code != 0 else ():
             asked = await sandbox.exec(
                 f"{shlex.quote(python)} -I -", stdin=SHADOW_QUERY, timeout=120
             )
             if asked.exit_code == 0:
                 output = asked.stdout
                 break
-        return shadow_names(output)
+        return both.stdout.split(SHADOW_PREFIX, 1)[0], shadow_names(output)
 
     def _canary_candidates(self, staged: list[str]) -> list[str]:
         if self.grader == "r2e":

@@ -141,21 +141,38 @@ def _quote_all(paths: Iterable[str]) -> str:
     return " ".join(shlex.quote(p) for p in paths)
 
 
-async def changed_paths(sandbox: SandboxLike, base: str) -> tuple[list[str], set[str]]:
-    """(every path the working copy changes vs ``base``, the paths ``base`` has)."""
+LIST_END = "/"
+"""Ends one ``-z`` listing and starts the next in a batched exec: git prints relative
+paths, never ``/``."""
+
+
+async def changed_paths(
+    sandbox: SandboxLike, base: str, *, roots: bool = False
+) -> tuple[list[str], set[str], set[str]]:
+    """(every path the working copy changes vs ``base``, the paths ``base`` has of them,
+    ``base``'s root entries when ``roots`` and something changed). Two execs: the changes,
+    then both listings of ``base``."""
+    q = shlex.quote(base)
     diff = await sandbox.exec(
-        f"{GIT} diff --no-ext-diff --no-textconv --name-only --no-renames -z {shlex.quote(base)}"
+        f"{GIT} diff --no-ext-diff --no-textconv --name-only --no-renames -z {q} && "
+        f"{{ {GIT} ls-files --others -z; true; }}"  # ignored files included
     )
     if diff.exit_code != 0:
         raise PolicyError("listing the agent's changes failed", diff)
-    others = await sandbox.exec(f"{GIT} ls-files --others -z")  # ignored files included
-    changed = list(dict.fromkeys(_split(diff.stdout) + _split(others.stdout)))
+    changed = list(dict.fromkeys(_split(diff.stdout)))
     if not changed:
-        return [], set()
-    tree = await sandbox.exec(
-        f"{GIT} ls-tree -r --name-only -z {shlex.quote(base)} -- {_quote_all(changed)}"
+        return [], set(), set()
+    cmd = f"{GIT} ls-tree -r --name-only -z {q} -- {_quote_all(changed)}"
+    if not roots:
+        return changed, set(_split((await sandbox.exec(cmd)).stdout)), set()
+    listed = await sandbox.exec(
+        f"{cmd}; printf '{LIST_END}\\000'; {GIT} ls-tree --name-only -z {q}"
     )
-    return changed, set(_split(tree.stdout))
+    parts = listed.stdout.split("\0")
+    if listed.exit_code != 0 or LIST_END not in parts:
+        raise PolicyError("listing the base commit's root entries failed", listed)
+    cut = parts.index(LIST_END)
+    return changed, {p for p in parts[:cut] if p}, {p for p in parts[cut + 1 :] if p}
 
 
 async def revert_steering(
@@ -173,13 +190,7 @@ async def revert_steering(
     when git cannot restore a file.
     """
     base = base_commit or "HEAD"
-    changed, in_base = await changed_paths(sandbox, base)
-    roots: set[str] = set()
-    if shadows and changed:
-        listed = await sandbox.exec(f"{GIT} ls-tree --name-only -z {shlex.quote(base)}")
-        if listed.exit_code != 0:
-            raise PolicyError("listing the base commit's root entries failed", listed)
-        roots = set(_split(listed.stdout))
+    changed, in_base, roots = await changed_paths(sandbox, base, roots=bool(shadows))
     restore: list[str] = []
     remove: list[str] = []
     for path in changed:
@@ -205,8 +216,10 @@ async def revert_steering(
         else:
             restore.append(path)
     if remove:
-        await sandbox.exec(f"{GIT} rm -q -r -f --cached --ignore-unmatch -- {_quote_all(remove)}")
-        await sandbox.exec(f"rm -rf -- {_quote_all(remove)}")
+        paths = _quote_all(remove)
+        await sandbox.exec(
+            f"{GIT} rm -q -r -f --cached --ignore-unmatch -- {paths}; rm -rf -- {paths}"
+        )
     first = [p for p in restore if p.rsplit("/", 1)[-1] == ".gitattributes"]
     for batch in (first, [p for p in restore if p not in first]):
         if not batch:
