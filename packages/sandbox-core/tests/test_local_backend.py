@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import shutil
@@ -78,32 +79,30 @@ async def test_isolation_hides_the_host_and_the_network(tmp_path: Path, template
     assert (sb.host_root / "ok").exists() is False  # removed with the sandbox
 
 
+@pytest.mark.parametrize(
+    ("module", "finder", "isolation", "fix"),
+    [
+        ("isolation", "bwrap_path", True, "apt-get install bubblewrap"),
+        ("gvisor", "runsc_path", "gvisor", "apt-get install runsc"),
+    ],
+)
 async def test_isolation_unavailable_is_reported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    module: str,
+    finder: str,
+    isolation: object,
+    fix: str,
 ) -> None:
-    from patchgym_sandbox.local import isolation
-
-    isolation.bwrap_path.cache_clear()
-    monkeypatch.setattr(isolation.shutil, "which", lambda _: None)
+    """A missing runtime (bwrap for the default mode, runsc for gvisor) is named with its fix."""
+    found = getattr(importlib.import_module(f"patchgym_sandbox.local.{module}"), finder)
+    found.cache_clear()
+    monkeypatch.setattr(shutil, "which", lambda _: None)
     try:
-        with pytest.raises(IsolationUnavailable, match="apt-get install bubblewrap"):
-            create_backend({"type": "local", "state_dir": str(tmp_path), "isolation": True})
+        with pytest.raises(IsolationUnavailable, match=fix):
+            create_backend({"type": "local", "state_dir": str(tmp_path), "isolation": isolation})
     finally:
-        isolation.bwrap_path.cache_clear()
-
-
-async def test_gvisor_unavailable_is_reported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from patchgym_sandbox.local import gvisor
-
-    gvisor.runsc_path.cache_clear()
-    monkeypatch.setattr(gvisor.shutil, "which", lambda _: None)
-    try:
-        with pytest.raises(IsolationUnavailable, match="apt-get install runsc"):
-            create_backend({"type": "local", "state_dir": str(tmp_path), "isolation": "gvisor"})
-    finally:
-        gvisor.runsc_path.cache_clear()
+        found.cache_clear()
 
 
 async def test_gvisor_refuses_network(tmp_path: Path, template: Path) -> None:
