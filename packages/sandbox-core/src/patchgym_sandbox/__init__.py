@@ -8,11 +8,13 @@
 
 from patchgym_sandbox.admission import Admission, LocalAdmission
 from patchgym_sandbox.backend import BackendConfig, PrepareReport, SandboxBackend, SandboxInfo
+from patchgym_sandbox.derived import DerivedImage
 from patchgym_sandbox.errors import (
     BackendNotInstalled,
     BackendUnavailable,
     ConfigError,
     CreateTimeout,
+    DeriveFailed,
     FileTooLarge,
     ImageNotFound,
     InfraError,
@@ -47,6 +49,8 @@ __all__ = [
     "BackendUnavailable",
     "ConfigError",
     "CreateTimeout",
+    "DeriveFailed",
+    "DerivedImage",
     "ExecRequest",
     "ExecResult",
     "FileTooLarge",

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.admission import Admission, LocalAdmission
+from patchgym_sandbox.derived import DerivedImage, stale
 from patchgym_sandbox.sandbox import Sandbox
 from patchgym_sandbox.spec import SandboxSpec
 
@@ -179,9 +180,30 @@ class SandboxBackend(ABC):
         """An image of ``image`` after ``script`` ran in it once (``sh -c``, as root, no
         network), kept by the engine under ``repository`` and tagged by ``image``'s own id,
         so a later call (any process) reuses it and a changed ``image`` is derived anew.
-        Returns its reference; None where this backend cannot keep derived images (default).
+        Returns its reference; None where this backend cannot keep derived images (default):
+        the caller then sets ``SandboxSpec.start_script`` so each sandbox runs it at start.
+        The image carries the labels of :mod:`patchgym_sandbox.derived`.
         """
         return None
+
+    async def list_derived_images(self) -> list[DerivedImage]:
+        """The images this backend's :meth:`derive_image` made (found by their labels)."""
+        return []
+
+    async def remove_derived_image(self, ref: str) -> bool:
+        """Remove one derived image unless a container uses it (False: it stays)."""
+        return False
+
+    async def reap_derived_images(
+        self, *, older_than_s: float | None = None, dry_run: bool = False
+    ) -> dict[str, str]:
+        """Remove the derived images no longer current or older than ``older_than_s``
+        (:func:`patchgym_sandbox.derived.stale`); returns ``ref -> why`` of those removed
+        (``dry_run``: of those that would be). An image a container uses stays."""
+        picked = stale(await self.list_derived_images(), older_than_s=older_than_s)
+        if dry_run:
+            return picked
+        return {ref: why for ref, why in picked.items() if await self.remove_derived_image(ref)}
 
     @abstractmethod
     async def list_sandboxes(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:

@@ -38,6 +38,12 @@ class ImageNotFound(InfraError, LookupError):
     """The image or template does not exist or cannot be pulled."""
 
 
+class DeriveFailed(InfraError):
+    """A derivation script (``SandboxBackend.derive_image``, ``SandboxSpec.start_script``)
+    exited non-zero in the image: the image, not the policy, is at fault (the message has
+    the image and the script's output tail)."""
+
+
 class BackendUnavailable(InfraError, ConnectionError):
     """The engine / cluster / API cannot be reached at all."""
 

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Self
 from patchgym_sandbox import labels as L
 from patchgym_sandbox import paths, tarsafe
 from patchgym_sandbox.admission import admitted
-from patchgym_sandbox.errors import ConfigError, SandboxClosed
+from patchgym_sandbox.derived import DERIVE_TIMEOUT_S
+from patchgym_sandbox.errors import ConfigError, DeriveFailed, SandboxClosed
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.spec import SandboxSpec
 
@@ -119,8 +120,31 @@ class Sandbox(ABC):
             began = time.monotonic()
             try:
                 await self._start()
+                if self.spec.start_script is not None:
+                    await self._run_start_script(self.spec.start_script)
             finally:
                 self.start_window = (began, time.monotonic())
+
+    async def _run_start_script(self, script: str) -> None:
+        """``spec.start_script``, once, before anyone else uses the sandbox (admission held:
+        it is part of provisioning); a failure is :class:`DeriveFailed`."""
+        req = ExecRequest(
+            cmd=script,
+            timeout=DERIVE_TIMEOUT_S,
+            idle_timeout=None,
+            cwd=self.workdir,
+            env=dict(self.spec.env),
+            stdin=None,
+            user=self.spec.user,
+            max_output_bytes=self.spec.max_output_bytes,
+        )
+        res = await self._exec(req)
+        if res.exit_code != 0 or res.timed_out:
+            what = "timed out" if res.timed_out else f"exit {res.exit_code}"
+            raise DeriveFailed(
+                f"the start script of sandbox {self.id} (image {self.spec.image}) failed: "
+                f"{what}: {res.output.strip()[-800:]}"
+            )
 
     async def close(self) -> None:
         """Remove the sandbox and everything running in it. Idempotent, never raises twice."""

@@ -46,6 +46,11 @@ class SandboxSpec(BaseModel):
     """Host folders visible read-only at the same path inside the sandbox (local backend:
     a task's prebuilt environment and its interpreter). Other backends ignore it."""
     user: str | None = None
+    start_script: str | None = None
+    """POSIX sh run once in each new sandbox before it is handed out (as the sandbox's user,
+    with the spec's env): a derivation the backend could not keep as an image (see
+    ``SandboxBackend.derive_image``), e.g. an image's ``.git`` reduced to its base commit
+    on k8s. A non-zero exit fails the start with ``DeriveFailed``."""
     max_output_bytes: int = Field(default=DEFAULT_MAX_OUTPUT_BYTES, ge=1024)
     """Per-stream cap for ``exec`` output; head and tail are kept."""
 

@@ -14,6 +14,7 @@ from patchgym_docker.prepare import prepare_images
 from patchgym_docker.sandbox import BACKEND_LABEL, DockerSandbox
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import PrepareReport, SandboxBackend, SandboxInfo
+from patchgym_sandbox.derived import DerivedImage
 from patchgym_sandbox.spec import SandboxSpec
 
 if TYPE_CHECKING:
@@ -110,6 +111,17 @@ class DockerBackend(SandboxBackend):
         from patchgym_docker.derive import derive_image
 
         return await derive_image(self, image, script, repository)
+
+    async def list_derived_images(self) -> list[DerivedImage]:
+        """Images ``derive_image`` made under this config's labels (:mod:`.derived_images`)."""
+        from patchgym_docker.derived_images import list_derived
+
+        return await list_derived(self)
+
+    async def remove_derived_image(self, ref: str) -> bool:
+        from patchgym_docker.derived_images import remove_derived
+
+        return await remove_derived(self, ref)
 
     async def aclose(self) -> None:
         self.engine.close()

@@ -1,36 +1,39 @@
 """``derive_image`` on docker: run a script once in a container of an image, commit it.
 
-The derived image is ``<repository>:<12 hex digits of the source image id>-<8 of the script's sha256>`` and
-carries the label ``patchgym.derived-from`` = the source id: the same source is derived
-once (a second call only inspects), a re-pulled source gets a new tag. The container runs
-the script as root with no network and its entrypoint off; the commit restores the
-source's command, entrypoint, user, working directory and environment.
+The derived image is ``<repository>:<12 hex digits of the source image id>-<8 of the script's sha256>``
+and carries the labels of :mod:`patchgym_sandbox.derived` (managed, owner, created,
+source reference, source id, script digest) plus ``patchgym.backend=docker`` and this
+config's ``labels``: the same source and script are derived once (a second call only
+inspects), a re-pulled source gets a new tag, and ``reap_derived_images`` finds it
+(:mod:`patchgym_docker.derived_images`). The container runs the script as root with no
+network and its entrypoint off, labelled like a sandbox with a lease of the script's
+deadline (a driver killed mid-derivation leaves it to ``reap --expired``); the commit
+restores the source's command, entrypoint, user, working directory and environment.
 """
 
 from __future__ import annotations
 
-import hashlib
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import docker.errors
 
-from patchgym_sandbox.errors import InfraError
+from patchgym_docker.sandbox import BACKEND_LABEL
+from patchgym_sandbox.derived import DERIVE_TIMEOUT_S, DERIVED_FROM, derived_labels, script_digest
+from patchgym_sandbox.errors import DeriveFailed, ImageNotFound
+from patchgym_sandbox.spec import SandboxSpec
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from docker import APIClient
 
     from patchgym_docker.backend import DockerBackend
 
-DERIVED_FROM = "patchgym.derived-from"
-WAIT_S = 1800
+__all__ = ["DeriveFailed", "derive_blocking", "derive_image", "inspect_image"]
 
 
-class DeriveFailed(InfraError):
-    """The script exited non-zero in the source image (its output tail is in the message):
-    the image, not the policy, is at fault."""
-
-
-def _inspect(api: APIClient, ref: str) -> dict[str, Any] | None:
+def inspect_image(api: APIClient, ref: str) -> dict[str, Any] | None:
     try:
         found: dict[str, Any] = api.inspect_image(ref)  # type: ignore[no-untyped-call]
     except (docker.errors.ImageNotFound, docker.errors.NotFound):
@@ -38,29 +41,35 @@ def _inspect(api: APIClient, ref: str) -> dict[str, Any] | None:
     return found
 
 
-def derive_blocking(api: APIClient, image: str, script: str, repository: str) -> str:
-    source = _inspect(api, image)
+def derive_blocking(
+    api: APIClient, image: str, script: str, repository: str, labels: Mapping[str, str]
+) -> str:
+    """Derive (or find) the image; ``labels``: the backend's, stamped on everything."""
+    source = inspect_image(api, image)
     if source is None:
-        raise docker.errors.ImageNotFound(f"no such image: {image}")
+        raise ImageNotFound(f"cannot derive from {image}: no such image on the Docker engine")
     source_id = str(source["Id"])
-    digest = hashlib.sha256(script.encode()).hexdigest()[:8]
-    name = f"{repository}:{source_id.removeprefix('sha256:')[:12]}-{digest}"
-    have = _inspect(api, name)
-    if have is not None and (have["Config"].get("Labels") or {}).get(DERIVED_FROM) == source_id:
+    name = f"{repository}:{source_id.removeprefix('sha256:')[:12]}-{script_digest(script)[:8]}"
+    have = inspect_image(api, name)
+    have_labels = ((have or {}).get("Config") or {}).get("Labels") or {}
+    if have_labels.get(DERIVED_FROM) == source_id and BACKEND_LABEL in have_labels:
         return name
     conf = source.get("Config") or {}
+    cname = f"pg-derive-{uuid.uuid4().hex[:12]}"
+    spec = SandboxSpec(lease_s=DERIVE_TIMEOUT_S + 300, labels={**labels, BACKEND_LABEL: "docker"})
     container = api.create_container(
         image,
+        name=cname,
         command=["/bin/sh", "-c", script],
         entrypoint=[],
         user="0",
         network_disabled=True,
-        labels={DERIVED_FROM: source_id},
+        labels={**spec.all_labels(cname), DERIVED_FROM: source_id},
     )
     cid = container["Id"]
     try:
         api.start(cid)
-        code = int(api.wait(cid, timeout=WAIT_S)["StatusCode"])
+        code = int(api.wait(cid, timeout=DERIVE_TIMEOUT_S)["StatusCode"])
         if code != 0:
             tail = api.logs(cid, tail=20).decode(errors="replace").strip()
             raise DeriveFailed(f"deriving {name} from {image}: exit {code}: {tail[-800:]}")
@@ -75,7 +84,12 @@ def derive_blocking(api: APIClient, image: str, script: str, repository: str) ->
                 "User": conf.get("User") or "",
                 "WorkingDir": conf.get("WorkingDir") or "",
                 "Env": conf.get("Env") or [],
-                "Labels": {**(conf.get("Labels") or {}), DERIVED_FROM: source_id},
+                "Labels": {
+                    **(conf.get("Labels") or {}),
+                    **labels,
+                    BACKEND_LABEL: "docker",
+                    **derived_labels(image, source_id, script),
+                },
             },
         )
     finally:
@@ -84,8 +98,9 @@ def derive_blocking(api: APIClient, image: str, script: str, repository: str) ->
 
 
 async def derive_image(backend: DockerBackend, image: str, script: str, repository: str) -> str:
+    labels = dict(backend.config.labels)
     return await backend.engine.call(
         f"derive {repository} from {image}",
-        lambda api: derive_blocking(api, image, script, repository),
+        lambda api: derive_blocking(api, image, script, repository, labels),
         idempotent=False,
     )
