@@ -2,28 +2,41 @@
 
 The reduction script runs here on a repository holding its future (the same checks as
 ``test_gitclean``); on docker (skipped without an engine, failed under
-``PATCHGYM_REQUIRE_ENGINES=1``) an image named like SWE-bench's, whose repository has a
-later commit, a tag and a branch, is derived once and its sandboxes see only the base.
+``PATCHGYM_REQUIRE_ENGINES=1``) an image named like SWE-bench's (a unique name per test
+session, removed at its end), whose repository has a later commit, a tag and a branch, is
+derived once, up front by ``prepare_images`` (typed errors naming the image otherwise),
+and its sandboxes see only the base; where a backend keeps no derived image the same
+reduction runs in each sandbox at its start (``start_script``, the k8s path).
 """
 
 from __future__ import annotations
 
 import asyncio
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_gitclean import ENV, assert_only_base, upstream
 
-from patchgym_envs import EnvConfig, bundled_task
-from patchgym_envs.cleanimages import clean_spec, pulled_as_is, reduce_script
-from patchgym_sandbox import SandboxSpec, available_backends, create_backend
+from patchgym_envs import EnvConfig, Task, bundled_task
+from patchgym_envs.cleanimages import Cleaned, clean_spec, pulled_as_is, reduce_script
+from patchgym_envs.errors import DatasetError, ImageCleanDataError, ImageCleanInfraError
+from patchgym_sandbox import (
+    InfraError,
+    SandboxBackend,
+    SandboxSpec,
+    available_backends,
+    create_backend,
+)
 from patchgym_sandbox.testing import engine_missing
 
 __all__ = ["upstream"]  # the fixture, used here
 
-IMAGE = "local/sweb.eval.x86_64.patchgym-future:latest"
+SESSION = uuid.uuid4().hex[:10]
+IMAGE = f"local/sweb.eval.x86_64.patchgym-future-{SESSION}:latest"
+DOCKER = {"type": "docker", "labels": {"patchgym.test-session": SESSION}, "show_progress": False}
 
 
 @pytest.mark.parametrize(
@@ -101,11 +114,17 @@ def future_image() -> Any:
         capture_output=True,
         env={**ENV, "DOCKER_BUILDKIT": "0"},
     )
-    return IMAGE
+    yield IMAGE
+    derived = _docker("images", "-q", "--filter", f"label=patchgym.test-session={SESSION}")
+    for image_id in dict.fromkeys(derived.split()):  # this session's derivations, then the source
+        _docker("image", "rm", "-f", image_id)
+    _docker("image", "rm", IMAGE)
 
 
-async def _checks(backend: Any, image: str) -> dict[str, str]:
-    sandbox = backend.sandbox(SandboxSpec(image=image, workdir="/testbed"))
+async def _checks(backend: Any, spec: SandboxSpec | str) -> dict[str, str]:
+    if isinstance(spec, str):
+        spec = SandboxSpec(image=spec, workdir="/testbed")
+    sandbox = backend.sandbox(spec)
     await sandbox.start()
     try:
         out = {}
@@ -127,36 +146,97 @@ async def _checks(backend: Any, image: str) -> dict[str, str]:
         await sandbox.close()
 
 
-async def test_pulled_image_is_derived_once_without_its_future(future_image: str) -> None:
-    backend = create_backend({"type": "docker"})
-    derived: list[str] = []
+def assert_reduced(after: dict[str, str], base: str) -> None:
+    assert after["log"] == base, after
+    assert after["objects"] == after["reachable"] == after["stored"], after
+    assert after["unreachable"] == "" and after["refs"] == "refs/heads/main", after
+    assert after["grep"] == "0" and after["lib"].endswith("a - b"), after
+
+
+@pytest.fixture(scope="module")
+def base_commit(future_image: str) -> str:
+    return _docker("run", "--rm", "--network", "none", future_image, "git", "rev-parse", "v1").strip()
+
+
+def future_task(image: str, base: str, name: str = "csvlite") -> Task:
+    return bundled_task(name).model_copy(update={"image": image, "base_commit": base})
+
+
+async def test_pulled_image_is_derived_once_up_front_without_its_future(
+    future_image: str, base_commit: str
+) -> None:
+    backend = create_backend(DOCKER)
+    env = EnvConfig(sandbox=DOCKER)
     try:
         before = await _checks(backend, future_image)
         assert before["grep"].splitlines()[-1] != "0" and "refs/tags/v2" in before["refs"]
-        base = before["base"]
-        spec = await EnvConfig(sandbox={"type": "docker"}).aspec(
-            bundled_task("csvlite").model_copy(update={"image": future_image, "base_commit": base}),
-            backend,
-        )
-        derived.append(str(spec.image))
-        assert spec.image != future_image and str(spec.image).startswith("patchgym-clean/")
-        after = await _checks(backend, str(spec.image))
-        assert after["log"] == base, after
-        assert after["objects"] == after["reachable"] == after["stored"], after
-        assert after["unreachable"] == "" and after["refs"] == "refs/heads/main", after
-        assert after["grep"] == "0" and after["lib"].endswith("a - b"), after
-        first_id = _docker("image", "inspect", "-f", "{{.Id}}", str(spec.image)).strip()
+        assert before["base"] == base_commit
+        tasks = [future_task(future_image, base_commit, n) for n in ("csvlite", "wordwrap")]
+        keys = env.images_to_clean([*tasks, bundled_task("ledger")], backend)
+        assert [k.image for k in keys] == [future_image]  # one image, derived once
+        seen: list[Cleaned] = []
+        made = await env.prepare_images(keys, backend, on_done=seen.append)
+        (derived,) = made.values()
+        assert [c.derived for c in seen] == [derived] and seen[0].error is None
+        assert str(derived).startswith("patchgym-clean/")
+        spec = await env.aspec(tasks[1], backend, grading=True)  # the episode only looks it up
+        assert spec.image == derived and spec.start_script is None
+        assert_reduced(await _checks(backend, str(derived)), base_commit)
+        first_id = _docker("image", "inspect", "-f", "{{.Id}}", str(derived)).strip()
         assert (
-            _docker("image", "inspect", "-f", "{{json .Config.Cmd}}", str(spec.image)).strip()
+            _docker("image", "inspect", "-f", "{{json .Config.Cmd}}", str(derived)).strip()
             == '["sleep","infinity"]'
         )
     finally:
         await backend.aclose()
-    again = create_backend({"type": "docker"})  # a new process's backend: the engine remembers
+    again = create_backend(DOCKER)  # a new process's backend: the engine remembers
     try:
-        spec2 = await clean_spec(again, SandboxSpec(image=future_image, workdir="/testbed"), base)
-        assert spec2.image == derived[0]
-        assert _docker("image", "inspect", "-f", "{{.Id}}", derived[0]).strip() == first_id
+        spec2 = await clean_spec(again, SandboxSpec(image=future_image, workdir="/testbed"), base_commit)
+        assert spec2.image == derived
+        assert _docker("image", "inspect", "-f", "{{.Id}}", str(derived)).strip() == first_id
     finally:
         await again.aclose()
-        await asyncio.to_thread(_docker, "image", "rm", derived[0])
+
+
+async def test_prepare_errors_name_the_image_and_say_whose_fault(
+    future_image: str, base_commit: str
+) -> None:
+    backend = create_backend(DOCKER)
+    env = EnvConfig(sandbox=DOCKER)
+    missing = f"local/sweb.eval.x86_64.patchgym-missing-{SESSION}:1"
+    try:
+        keys = env.images_to_clean([future_task(missing, base_commit)], backend)
+        with pytest.raises(ImageCleanInfraError, match=missing) as infra:
+            await env.prepare_images(keys, backend)
+        assert isinstance(infra.value, InfraError) and missing in infra.value.failures
+        keys = env.images_to_clean([future_task(future_image, "0" * 40)], backend)
+        with pytest.raises(ImageCleanDataError, match=future_image) as data:
+            await env.prepare_images(keys, backend)
+        assert isinstance(data.value, DatasetError) and not isinstance(data.value, InfraError)
+    finally:
+        await backend.aclose()
+
+
+async def test_where_no_image_is_kept_each_sandbox_reduces_at_start(
+    future_image: str, base_commit: str
+) -> None:
+    """The k8s / e2b path (their backends keep no derived image), on a docker container."""
+    from patchgym_docker.backend import DockerBackend
+
+    class KeepsNoImages(DockerBackend):
+        async def derive_image(self, image: str, script: str, *, repository: str) -> str | None:
+            return None
+
+    backend = create_backend(DOCKER)
+    assert isinstance(backend, DockerBackend)
+    keeps_none: SandboxBackend = KeepsNoImages(backend.config)
+    env = EnvConfig(sandbox=DOCKER)
+    try:
+        keys = env.images_to_clean([future_task(future_image, base_commit)], keeps_none)
+        assert list((await env.prepare_images(keys, keeps_none)).values()) == [None]
+        spec = await env.aspec(future_task(future_image, base_commit), keeps_none)
+        assert spec.image == future_image and spec.start_script is not None
+        assert_reduced(await _checks(keeps_none, spec), base_commit)
+    finally:
+        await backend.aclose()
+        await keeps_none.aclose()

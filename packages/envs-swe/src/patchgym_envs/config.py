@@ -9,11 +9,12 @@ once, into the installed backend's own config class (the registry's two-step val
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
 
-from patchgym_envs.cleanimages import clean_spec
+from patchgym_envs.cleanimages import CleanKey, Cleaned, clean_spec, keys_of, prepare
 from patchgym_envs.sandboxes import DEFAULT_RESOURCES, grading_resources, spec_for
 from patchgym_envs.task import Task
 from patchgym_envs.tools.markup import MAX_ACTION_BYTES, MAX_ACTION_DEPTH
@@ -76,9 +77,12 @@ class EnvConfig(BaseModel):
     """Folder where each grading's test log is kept (gzip, ``<task id>.<rollout>.log.gz``),
     so any verdict can be regraded later; None keeps none."""
     clean_pulled_images: bool = True
-    """Start sandboxes of images pulled as-is (``swebench/sweb.eval.*``) from a derivation
-    whose ``.git`` holds only the base commit's history, made once per image where the
-    backend can keep one (docker; see ``patchgym_envs.cleanimages``)."""
+    """Start sandboxes of images pulled as-is (``swebench/sweb.eval.*``) with a ``.git``
+    that holds only the base commit's history: a derivation made once per image where the
+    backend can keep one (docker), else the reduction run in each sandbox at its start
+    (k8s, e2b); see ``patchgym_envs.cleanimages``."""
+    clean_concurrency: int = Field(default=4, gt=0)
+    """Most images derived at once when a run prepares them (:meth:`prepare_images`)."""
     reward: dict[str, Any] | None = None
     """Opt-in shaped reward (``{"type": "debug_gym", "step_penalty": 0.01}``); when set,
     ``step`` returns the shaped value and ``info`` carries both rewards."""
@@ -120,11 +124,30 @@ class EnvConfig(BaseModel):
         grading: bool = False,
     ) -> SandboxSpec:
         """:meth:`sandbox_spec`, with an image pulled as-is replaced by its reduced
-        derivation (``clean_pulled_images``; made on first use, once per image)."""
+        derivation, or reduced at start (``clean_pulled_images``; see :meth:`prepare_images`)."""
         spec = self.sandbox_spec(task, backend, rollout_id=rollout_id, grading=grading)
         if not self.clean_pulled_images:
             return spec
         return await clean_spec(backend, spec, task.base_commit)
+
+    def images_to_clean(self, tasks: Iterable[Task], backend: SandboxBackend) -> list[CleanKey]:
+        """The distinct reductions the episodes of ``tasks`` need (none when
+        ``clean_pulled_images`` is off)."""
+        if not self.clean_pulled_images:
+            return []
+        return keys_of(backend, ((self.sandbox_spec(t, backend), t.base_commit) for t in tasks))
+
+    async def prepare_images(
+        self,
+        keys: Sequence[CleanKey],
+        backend: SandboxBackend,
+        *,
+        on_done: Callable[[Cleaned], None] | None = None,
+    ) -> dict[CleanKey, str | None]:
+        """Make the reductions of ``keys`` (:meth:`images_to_clean`) before the first
+        episode, ``clean_concurrency`` at once; typed errors name every image that failed
+        (:func:`patchgym_envs.cleanimages.prepare`)."""
+        return await prepare(backend, keys, concurrency=self.clean_concurrency, on_done=on_done)
 
 
 def default_of(name: str) -> Any:

@@ -86,3 +86,36 @@ class SetupFailed(InfraError):
 
 class EnvConfigError(EnvsError, ValueError):
     """A bad environment argument (unknown key, unsupported value); the message names it."""
+
+
+class ImageCleanError(EnvsError):
+    """Images pulled as-is could not be reduced to their base commit before a run
+    (``patchgym_envs.cleanimages.prepare``); ``failures``: image -> why."""
+
+    hint = ""
+
+    def __init__(self, failures: dict[str, str]) -> None:
+        self.failures = dict(failures)
+        listed = "; ".join(f"{image}: {one_line(why, 600)}" for image, why in failures.items())
+        super().__init__(
+            f"{len(failures)} image(s) pulled as-is could not be reduced to their base "
+            f"commit ({self.hint}): {listed}"
+        )
+
+
+class ImageCleanDataError(ImageCleanError, DatasetError):
+    """The reduction failed inside the image: the data, not the machine, is at fault."""
+
+    hint = (
+        "the script failed inside the image: its repository is broken or lacks the task's "
+        "base_commit; fix the image or drop those rows"
+    )
+
+
+class ImageCleanInfraError(ImageCleanError, InfraError):
+    """The backend could not derive the images: the machine, not the data, is at fault."""
+
+    hint = (
+        "the backend failed: an unreachable engine, a missing image, a full disk; fix that "
+        "and run again"
+    )

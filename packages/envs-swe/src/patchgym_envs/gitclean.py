@@ -20,7 +20,8 @@ _ENV = {
     "GIT_TERMINAL_PROMPT": "0",
 }
 REDUCE_SCRIPT = f"""set -eu
-g() {{ git -c core.hooksPath=/dev/null -c gc.auto=0 -c core.fsmonitor=false "$@"; }}
+g() {{ git -c core.hooksPath=/dev/null -c gc.auto=0 -c core.fsmonitor=false \
+  -c protocol.allow=never "$@"; }}
 sha=$(g rev-parse --verify "${{1:-HEAD}}^{{commit}}")
 gitdir=$(g rev-parse --absolute-git-dir)
 refs=$(g for-each-ref --format='%(refname)')
@@ -43,7 +44,9 @@ echo "$sha"
 """
 """POSIX sh, run in the repository, base revision as ``$1`` (default HEAD); prints the
 base commit's sha. The one implementation: :func:`reduce_to_base` runs it on this machine,
-``patchgym_envs.cleanimages`` inside a container of an image pulled as-is."""
+``patchgym_envs.cleanimages`` inside a container of an image pulled as-is. No git
+transport is allowed (``protocol.allow=never``): it never reaches a network, even where
+the sandbox has one (a k8s pod) or the repository is a partial clone."""
 
 
 class GitCleanError(RuntimeError):

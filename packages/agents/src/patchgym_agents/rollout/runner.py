@@ -1,8 +1,10 @@
 """``rollout``: N tasks × K samples, concurrently, on any backend, resumable.
 
-It owns the order create → episode → grade → close: each episode's environment creates
-its sandbox at the first step and closes it in ``finally``; at the end of the run every
-sandbox still labelled with this run's id is listed (reported as leaked) and removed.
+It owns the order prepare → create → episode → grade → close: the images pulled as-is
+of the tasks to run are reduced first (:mod:`patchgym_agents.rollout.images`); each
+episode's environment creates its sandbox at the first step and closes it in
+``finally``; at the end of the run every sandbox still labelled with this run's id is
+listed (reported as leaked) and removed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from patchgym_agents.episode import EpisodeResult, run_episode
 from patchgym_agents.history import ContextBudget
 from patchgym_agents.policies.base import Policy
 from patchgym_agents.rollout.config import RolloutConfig
+from patchgym_agents.rollout.images import prepare_images
 from patchgym_agents.rollout.progress import Counters, ProgressLine
 from patchgym_agents.rollout.store import ResultStore
 from patchgym_agents.rollout.summary import RolloutSummary, summarise
@@ -288,6 +291,9 @@ async def rollout(
     start = time.monotonic()
     progress = ProgressLine(episodes.counters, episodes.live, enabled=cfg.progress)
     try:
+        if executor is None:  # a worker elsewhere (Ray) prepares on its own engine
+            todo = list({t.id: t for t, _ in plan.todo}.values())
+            await prepare_images(be, episodes.kwargs["env"], todo, enabled=cfg.progress)
         with progress.shown(total=len(tasks) * cfg.samples) as refresh:
             await _run_all(plan.todo, episodes.run, refresh)
     finally:
