@@ -363,7 +363,9 @@ def sandboxes_list(overrides: Overrides = None) -> None:
     _run(list_sandboxes(cfg, _console()))
 
 
-@sandboxes_app.command("reap", short_help="Remove leftovers: --run ID, --expired or --all-mine.")
+@sandboxes_app.command(
+    "reap", short_help="Remove leftovers: --run ID, --expired or --all-mine (or --images)."
+)
 def sandboxes_reap(
     overrides: Overrides = None,
     run: Annotated[str | None, typer.Option("--run", help="the sandboxes of one run id")] = None,
@@ -372,11 +374,34 @@ def sandboxes_reap(
         bool, typer.Option("--all-mine", help="everything this user made from this host")
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show, remove nothing")] = False,
+    images: Annotated[
+        bool,
+        typer.Option(
+            "--images",
+            help="derived images instead: those no longer current (source re-pulled, script "
+            "changed), never one in use",
+        ),
+    ] = False,
+    older_than: Annotated[
+        str | None,
+        typer.Option("--older-than", help="with --images: also those older than this (7d, 12h)"),
+    ] = None,
 ) -> None:
-    """Remove leftovers (one of --run ID, --expired, --all-mine); --dry-run lists them."""
-    from patchgym_trainer.commands.sandboxes import Selection, reap
+    """Remove leftovers (one of --run ID, --expired, --all-mine), or with --images the
+    derived images no longer current; --dry-run lists them."""
+    from patchgym_trainer.commands.sandboxes import Selection, parse_age, reap, reap_images
     from patchgym_trainer.compose import compose
+    from patchgym_trainer.errors import ConfigError
 
+    if images:
+        if run is not None or expired or all_mine:
+            raise ConfigError("sandboxes reap --images takes no --run, --expired or --all-mine")
+        age = parse_age(older_than) if older_than is not None else None
+        cfg = compose(overrides or [])
+        _run(reap_images(cfg, _console(), older_than_s=age, dry_run=dry_run))
+        return
+    if older_than is not None:
+        raise ConfigError("--older-than selects derived images: use it with --images")
     selection = Selection.from_flags(run, expired, all_mine)
     cfg = compose(overrides or [])
     _run(reap(cfg, selection, _console(), dry_run=dry_run))

@@ -4,10 +4,16 @@ Works on every backend through the protocol's ``list_sandboxes`` / ``reap`` (loc
 docker, k8s, ags): the selection is by label — a run id (``--run``), an expired lease
 (``--expired``), or everything this user made on this host (``--all-mine``, by the
 ``patchgym.owner`` label). ``--dry-run`` shows what would go, removing nothing.
+
+``reap --images`` removes instead the images the backend derived (docker: images pulled
+as-is reduced to their base commit, :mod:`patchgym_sandbox.derived`) that are no longer
+current (the source re-pulled or gone, the script changed), and with ``--older-than`` those
+older than that; never one a container uses, never an image patchgym did not make.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 
@@ -126,3 +132,35 @@ async def reap(
         await backend.aclose()
     console.print(f"reaped {len(removed)} sandboxes on {backend.name}: {', '.join(removed) or '-'}")
     return removed
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_age(text: str) -> float:
+    """``90s``, ``30m``, ``12h``, ``7d`` or plain seconds -> seconds (``--older-than``)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text)
+    if m is None:
+        raise ConfigError(
+            f"--older-than {text!r}: give a number of seconds or one with a unit (30m, 12h, 7d)"
+        )
+    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
+
+
+async def reap_images(
+    cfg: AppConfig, console: Console, *, older_than_s: float | None, dry_run: bool
+) -> dict[str, str]:
+    """Remove the backend's stale derived images (``ref -> why``); ``dry_run`` only lists."""
+    backend = create_backend(cfg.sandbox)
+    try:
+        picked = await backend.reap_derived_images(older_than_s=older_than_s, dry_run=dry_run)
+    finally:
+        await backend.aclose()
+    verb = "would remove" if dry_run else "removed"
+    table = Table(title=f"{verb} {len(picked)} derived images on {backend.name}")
+    table.add_column("image", no_wrap=True)
+    table.add_column("why", overflow="fold")
+    for ref, why in picked.items():
+        table.add_row(ref, why)
+    console.print(table)
+    return picked

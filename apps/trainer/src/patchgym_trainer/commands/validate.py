@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from patchgym_agents.rollout import prepare_images
 from patchgym_envs import EnvConfig, Task, evaluate_patch
 from patchgym_envs.localbuild.hints import missing_image_hint, not_runnable
 from patchgym_sandbox import SandboxBackend, create_backend
@@ -210,6 +211,8 @@ async def run_validate(
     )
     try:
         await backend.list_sandboxes()  # an unreachable engine fails here, once (exit 4)
+        if remote is None:  # Ray workers prepare on their own engines
+            await prepare_images(backend, cfg.env, tasks, console=console)
         with progress:
             bar = progress.add_task("validate", total=len(tasks) * len(kinds), status="")
 
