@@ -11,7 +11,6 @@ reduction runs in each sandbox at its start (``start_script``, the k8s path).
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import uuid
 from pathlib import Path
@@ -155,7 +154,9 @@ def assert_reduced(after: dict[str, str], base: str) -> None:
 
 @pytest.fixture(scope="module")
 def base_commit(future_image: str) -> str:
-    return _docker("run", "--rm", "--network", "none", future_image, "git", "rev-parse", "v1").strip()
+    return _docker(
+        "run", "--rm", "--network", "none", future_image, "git", "rev-parse", "v1"
+    ).strip()
 
 
 def future_task(image: str, base: str, name: str = "csvlite") -> Task:
@@ -191,7 +192,9 @@ async def test_pulled_image_is_derived_once_up_front_without_its_future(
         await backend.aclose()
     again = create_backend(DOCKER)  # a new process's backend: the engine remembers
     try:
-        spec2 = await clean_spec(again, SandboxSpec(image=future_image, workdir="/testbed"), base_commit)
+        spec2 = await clean_spec(
+            again, SandboxSpec(image=future_image, workdir="/testbed"), base_commit
+        )
         assert spec2.image == derived
         assert _docker("image", "inspect", "-f", "{{.Id}}", str(derived)).strip() == first_id
     finally:

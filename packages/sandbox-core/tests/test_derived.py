@@ -8,14 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from patchgym_sandbox import DeriveFailed, DerivedImage, SandboxSpec, create_backend
+from patchgym_sandbox import DerivedImage, DeriveFailed, SandboxSpec, create_backend
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.derived import DERIVED_FROM, derived_labels, stale
 
 NOW = 1_000_000.0
 
 
-def image(ref: str, src: str, sid: str, now: str | None, created: float, **kw: object) -> DerivedImage:
+def image(
+    ref: str, src: str, sid: str, now: str | None, created: float, **kw: object
+) -> DerivedImage:
     labels = derived_labels(src, sid, f"script of {ref}", now=created)
     return DerivedImage(ref=ref, labels=labels, source_now=now, **kw)  # type: ignore[arg-type]
 
@@ -51,7 +53,7 @@ async def test_start_script_runs_once_before_the_sandbox_is_handed_out(
     tmp_path: Path, template: Path
 ) -> None:
     backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
-    script = "echo base > f.txt; echo ran >> runs.txt; echo \"$PG_X\" > env.txt"
+    script = 'echo base > f.txt; echo ran >> runs.txt; echo "$PG_X" > env.txt'
     spec = SandboxSpec(template=str(template), start_script=script, env={"PG_X": "spec env"})
     try:
         async with backend.sandbox(spec) as box:
@@ -70,7 +72,7 @@ async def test_a_failing_start_script_fails_the_start_and_leaves_nothing(
     spec = SandboxSpec(template=str(template), start_script="echo no base here >&2; exit 4")
     box = backend.sandbox(spec)
     try:
-        with pytest.raises(DeriveFailed, match="exit 4.*no base here"):
+        with pytest.raises(DeriveFailed, match=r"exit 4.*no base here"):
             await box.start()
         assert box.closed and await backend.list_sandboxes() == []
     finally:

@@ -84,7 +84,9 @@ async def test_derived_image_is_labelled_and_found_again(
     async with backend.sandbox(SandboxSpec(image=name)) as box:
         assert (await box.exec("cat /pg-derived")).stdout.strip() == "derived"
     first = engine.images.get(name).id
-    assert await backend.derive_image(ref, MARK, repository=f"patchgym-clean/t-{images.tag}") == name
+    assert (
+        await backend.derive_image(ref, MARK, repository=f"patchgym-clean/t-{images.tag}") == name
+    )
     assert engine.images.get(name).id == first  # found by its labels, not derived again
     listed = {i.ref: i for i in await backend.list_derived_images()}
     assert name in listed and listed[name].source_now == source_id
@@ -97,7 +99,7 @@ async def test_a_failing_script_leaves_no_image_and_no_container(
 ) -> None:
     images.source()
     ref = f"local/patchgym-derive-src-{images.tag}:1"
-    with pytest.raises(DeriveFailed, match="exit 3.*broken repository"):
+    with pytest.raises(DeriveFailed, match=r"exit 3.*broken repository"):
         await backend.derive_image(
             ref, "echo broken repository >&2; exit 3", repository=f"patchgym-clean/t-{images.tag}"
         )

@@ -14,7 +14,7 @@ import pytest_asyncio
 from patchgym_k8s.backend import K8sBackend
 from patchgym_sandbox import DeriveFailed, SandboxSpec, create_backend
 
-SCRIPT = "id -u > /tmp/start-uid; echo ran >> /tmp/start-runs; echo \"$PG_X\" > /tmp/start-env"
+SCRIPT = 'id -u > /tmp/start-uid; echo ran >> /tmp/start-runs; echo "$PG_X" > /tmp/start-env'
 
 
 @pytest_asyncio.fixture
@@ -29,7 +29,11 @@ async def backend(k8s_config: Callable[..., dict[str, Any]]) -> AsyncIterator[K8
 
 def spec_of(image: str, script: str) -> SandboxSpec:
     return SandboxSpec(
-        image=image, workdir="/testbed", run_id="start-script", start_script=script, env={"PG_X": "x"}
+        image=image,
+        workdir="/testbed",
+        run_id="start-script",
+        start_script=script,
+        env={"PG_X": "x"},
     )
 
 
@@ -59,7 +63,7 @@ async def test_a_failing_start_script_fails_the_start_and_leaves_no_pod(
     backend: K8sBackend, test_image: str
 ) -> None:
     box = backend.sandbox(spec_of(test_image, "echo no such base commit >&2; exit 5"))
-    with pytest.raises(DeriveFailed, match="exit 5.*no such base commit"):
+    with pytest.raises(DeriveFailed, match=r"exit 5.*no such base commit"):
         await box.start()
     assert box.closed
     left = await backend.list_sandboxes({"patchgym.sandbox-id": box.id})

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
 
-from patchgym_envs.cleanimages import CleanKey, Cleaned, clean_spec, keys_of, prepare
+from patchgym_envs.cleanimages import Cleaned, CleanKey, clean_spec, keys_of, prepare
 from patchgym_envs.sandboxes import DEFAULT_RESOURCES, grading_resources, spec_for
 from patchgym_envs.task import Task
 from patchgym_envs.tools.markup import MAX_ACTION_BYTES, MAX_ACTION_DEPTH

@@ -4,6 +4,8 @@ Runs each task of a dataset once per patch kind on the configured backend (a fre
 sandbox each, through :func:`patchgym_envs.evaluate_patch`), shows a progress bar,
 prints a per-task table and writes ``results.jsonl``, ``chart.svg``, ``report.html`` and
 each grading's test log (``logs/<task>.<patch>.log.gz``, linked from the report).
+Images pulled as-is are reduced to their base commit first, each once
+(:func:`patchgym_agents.rollout.prepare_images`, its own progress bar).
 A task *misbehaves* when the gold patch does not resolve it or the empty patch does;
 an infrastructure failure is reported apart (``infra``), never as the task's fault.
 """
