@@ -69,7 +69,7 @@ def derive_blocking(
     cid = container["Id"]
     try:
         api.start(cid)
-        code = int(api.wait(cid, timeout=DERIVE_TIMEOUT_S)["StatusCode"])
+        code = int(api.wait(cid, timeout=int(DERIVE_TIMEOUT_S))["StatusCode"])
         if code != 0:
             tail = api.logs(cid, tail=20).decode(errors="replace").strip()
             raise DeriveFailed(f"deriving {name} from {image}: exit {code}: {tail[-800:]}")
