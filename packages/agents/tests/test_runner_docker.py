@@ -12,6 +12,7 @@ import asyncio
 import uuid
 from pathlib import Path
 
+import pytest
 from killing import KillOne
 
 from patchgym_agents import EpisodeResult, GoldPatchPolicy, RolloutConfig, rollout
@@ -72,3 +73,23 @@ def summary_run_id(config: RolloutConfig) -> str:
     from patchgym_agents.rollout import default_run_id
 
     return default_run_id(config)
+
+
+async def test_images_pulled_as_is_are_prepared_before_any_episode(tmp_path: Path) -> None:
+    """A run whose image cannot be reduced fails before its first episode, naming it."""
+    if (reason := _docker_ready()) is not None:
+        engine_missing(reason)
+    from patchgym_envs.errors import ImageCleanInfraError
+
+    image = f"local/sweb.eval.x86_64.patchgym-missing-{uuid.uuid4().hex[:10]}:1"
+    tasks = [t.model_copy(update={"image": image}) for t in bundled_tasks()[:2]]
+    config = RolloutConfig(
+        samples=2,
+        output_dir=tmp_path / "run",
+        env={"sandbox": {"type": "docker"}, "run_id": f"agents-test-{uuid.uuid4().hex[:8]}"},
+        progress=False,
+    )
+    seen: list[EpisodeResult] = []
+    with pytest.raises(ImageCleanInfraError, match="no such image") as failed:
+        await rollout(tasks, GoldPatchPolicy(), config, on_result=seen.append)
+    assert list(failed.value.failures) == [image] and seen == []
