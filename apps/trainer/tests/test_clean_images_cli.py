@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import uuid
 from pathlib import Path
@@ -57,9 +58,8 @@ def test_reap_images_on_a_backend_that_derives_none(capsys: pytest.CaptureFixtur
     assert "would remove 0 derived images on local" in " ".join(out.split())
 
 
-def test_validate_prepares_images_first_and_names_a_missing_one(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def missing_image_dataset(tmp_path: Path) -> tuple[str, list[str]]:
+    """A one-task dataset whose image (named like SWE-bench's) is absent; its overrides."""
     pytest.importorskip("patchgym_docker")
     import docker
 
@@ -72,8 +72,28 @@ def test_validate_prepares_images_first_and_names_a_missing_one(
     image = f"local/sweb.eval.x86_64.patchgym-missing-{uuid.uuid4().hex[:10]}:1"
     row = bundled_task("semverlib").model_copy(update={"image": image, "template": None})
     (tmp_path / "t.jsonl").write_text(json.dumps(row.model_dump(mode="json")) + "\n")
-    argv = ["validate", "sandbox=docker", "dataset=file", f"dataset.path={tmp_path / 't.jsonl'}"]
-    code, _, err = run([*argv, "--out", str(tmp_path / "out")], capsys)
+    return image, ["sandbox=docker", "dataset=file", f"dataset.path={tmp_path / 't.jsonl'}"]
+
+
+async def test_train_prepares_the_dataset_images_before_the_engine(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from patchgym_envs.errors import ImageCleanInfraError
+    from patchgym_trainer.commands.train import prepare_run_images
+    from patchgym_trainer.compose import compose
+
+    assert await prepare_run_images(compose([]), Console(file=io.StringIO())) == 0  # local
+    image, overrides = missing_image_dataset(tmp_path)
+    with pytest.raises(ImageCleanInfraError, match="could not be reduced") as failed:
+        await prepare_run_images(compose(overrides), Console(file=io.StringIO()))
+    assert list(failed.value.failures) == [image]
+
+
+def test_validate_prepares_images_first_and_names_a_missing_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    image, overrides = missing_image_dataset(tmp_path)
+    code, _, err = run(["validate", *overrides, "--out", str(tmp_path / "out")], capsys)
     assert code == 4, err  # the backend's fault: the environment exit code
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and image in lines[0] and "could not be reduced" in lines[0], err
