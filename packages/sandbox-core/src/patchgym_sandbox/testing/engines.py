@@ -21,4 +21,3 @@ def engine_missing(reason: str) -> NoReturn:
             f"{reason} ({REQUIRE_VAR} is set, so this is an error, not a skip)", pytrace=False
         )
     pytest.skip(reason)
-
