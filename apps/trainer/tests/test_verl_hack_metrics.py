@@ -13,6 +13,7 @@ runs here: that the trainer then logs the sampler's metrics is verl's code
 from __future__ import annotations
 
 import asyncio
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,18 +137,15 @@ def transfer_queue() -> Iterator[Any]:
     import transfer_queue as tq
     from omegaconf import OmegaConf
 
-    ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        _temp_dir=tempfile.mkdtemp(prefix="ray"),  # under TMPDIR: short socket paths
-    )
+    temp_dir = tempfile.mkdtemp(prefix="ray")  # under TMPDIR: short socket paths
+    ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=temp_dir)
     try:
         tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
         yield tq
         tq.close()
     finally:
         ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def store(tq: Any, outputs: list[Any], partition_id: str, uid: str) -> None:
