@@ -217,14 +217,19 @@ async def run_trl(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> S
     return Seen(ep.stop.value, ep.reward, masked, tuple(ep.hack_flags))
 
 
-async def run_verl(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> Seen:
+async def verl_output(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> Any:
+    """The ``AgentLoopOutput`` of our verl agent loop for one scenario."""
     from test_agent_loop import StandInServer, make_loop, row_kwargs
 
     server = StandInServer(tokenizer, sc.script(task))
     loop = make_loop(tokenizer, server, {"sandbox": {"type": "local"}, "scaffold": "r2egym"})
     loop.env = env_config(sc, tmp_path)  # a config object hydra could not carry
     loop.max_turns = sc.max_turns
-    out = await loop.run({}, **row_kwargs(task))
+    return await loop.run({}, **row_kwargs(task))
+
+
+async def run_verl(sc: Scenario, task: Task, tmp_path: Path, tokenizer: Any) -> Seen:
+    out = await verl_output(sc, task, tmp_path, tokenizer)
     valid = out.extra_fields["reward_valid"]
     assert valid or not any(out.response_mask)
     hack = out.extra_fields["reward_extra_info"]
@@ -311,8 +316,8 @@ def importable(module: str) -> bool:
     return True
 
 
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
+def script_tokenizer() -> Any:
+    """A byte-level BPE tokenizer trained on every scenario's text (None without tokenizers)."""
     if not has("tokenizers") or not has("transformers"):
         return None
     from patchgym_envs import bundled_tasks
@@ -324,6 +329,11 @@ def tokenizer() -> Any:
         corpus += [t.problem_statement, t.gold_patch]
     corpus += [agent_scaffold(n).system_prompt("text") for n in ("r2egym", "sweagent")]
     return train_tokenizer(corpus)
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    return script_tokenizer()
 
 
 @pytest.mark.parametrize("adapter", list(ADAPTERS))

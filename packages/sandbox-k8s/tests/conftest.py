@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from patchgym_k8s.testing import cluster_problem
+
 DEFAULT_KUBECONFIG = "/tmp/k8s/kubeconfig"
 KUBECONFIG = os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG
 TEST_IMAGE = os.environ.get("PATCHGYM_TEST_IMAGE", "local/patchgym-testbed:latest")
@@ -57,21 +59,7 @@ def session_config(**overrides: Any) -> dict[str, Any]:
 
 
 def _cluster_problem() -> str | None:
-    if not Path(KUBECONFIG).exists():
-        return f"no kubeconfig at {KUBECONFIG}; start a cluster with ci/engines/k8s-up.sh or set KUBECONFIG"
-    try:
-        from kubernetes import client, config
-
-        conf = client.Configuration()
-        config.load_kube_config(config_file=KUBECONFIG, client_configuration=conf)
-        with client.ApiClient(conf) as api:
-            client.VersionApi(api).get_code(_request_timeout=5)
-            nodes: Any = client.CoreV1Api(api).list_node(_request_timeout=5, _preload_content=False)
-            if b'"Ready","status":"True"' not in nodes.data.replace(b" ", b""):
-                return "the cluster has no Ready node"
-    except Exception as exc:
-        return f"no Kubernetes API server reachable with {KUBECONFIG} ({exc})"
-    return None
+    return cluster_problem(KUBECONFIG)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from conftest import SESSION_ID, SESSION_LABEL
+from conftest import HOST_NETWORK, SESSION_ID, SESSION_LABEL
 
 from patchgym_k8s import metadata, prepull
 from patchgym_k8s.backend import K8sBackend
@@ -18,6 +18,7 @@ from patchgym_k8s.errors import ApiFailure
 from patchgym_k8s.manifest import pod_manifest
 from patchgym_sandbox import (
     ConfigError,
+    InfraError,
     SandboxSpec,
     available_backends,
     create_backend,
@@ -214,5 +215,42 @@ async def test_reap_removes_a_prepull_daemonset_left_by_a_crashed_driver(
         await b.reap({SESSION_LABEL: SESSION_ID}, expired=False)
         assert not await b.call(b.api.list_daemon_sets, mine)
         assert not await b.call(b.api.list_pods, f"{prepull.PREPULL_LABEL}={name}")
+    finally:
+        await b.aclose()
+
+
+def _running_pod(spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    state = {"name": "sandbox", "state": {"running": {}}}
+    return {
+        "metadata": {"name": "pg-x"},
+        "spec": spec,
+        "status": {"phase": "Running", "containerStatuses": [state], **status},
+    }
+
+
+def test_a_running_pod_without_an_ip_names_host_network() -> None:
+    """The kubelet kills a pod the CNI gave no IP within a second: say so at create."""
+    from patchgym_k8s.readiness import check
+
+    assert check(_running_pod({}, {"podIP": "10.0.0.7"}), "sandbox", "img")
+    assert check(_running_pod({"hostNetwork": True}, {}), "sandbox", "img")
+    with pytest.raises(InfraError, match=r"no IP.*host_network"):
+        check(_running_pod({}, {}), "sandbox", "img")
+
+
+@pytest.mark.asyncio
+async def test_create_without_pod_networking_names_the_fix(
+    k8s_config: Callable[..., dict[str, Any]], spec: SandboxSpec
+) -> None:
+    """On the loopback-only test cluster a pod off the host network gets no IP: the create
+    fails at once with the fix, not later as a broken exec stream (the session's leak check
+    sees that the pod went)."""
+    if not HOST_NETWORK:
+        pytest.skip("this cluster gives pods an IP (PATCHGYM_K8S_HOST_NETWORK=0)")
+    b = create_backend(k8s_config(host_network=False))
+    try:
+        with pytest.raises(InfraError, match="host_network"):
+            async with b.sandbox(spec) as sb:
+                await sb.start()
     finally:
         await b.aclose()

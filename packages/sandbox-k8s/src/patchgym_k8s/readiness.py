@@ -52,7 +52,23 @@ def check(pod: dict[str, Any], container: str, image: str) -> bool:
             f"the sandbox pod {pod['metadata']['name']} stopped before it was ready ({summary(pod, container)}); "
             "the image needs /bin/sh and sleep"
         )
-    return phase == "Running" and "running" in state
+    running = phase == "Running" and "running" in state
+    if running and _without_ip(pod):
+        raise InfraError(
+            f"the sandbox pod {pod['metadata']['name']} runs but the cluster's network plugin "
+            "gave it no IP, so the kubelet restarts its pod sandbox and kills the container "
+            "within a second. Fix the cluster's CNI; on a test cluster without pod networking "
+            "set host_network: true (sandbox.host_network=true)"
+        )
+    return running
+
+
+def _without_ip(pod: dict[str, Any]) -> bool:
+    """A running pod the network plugin gave no IP (a host-network pod has the node's)."""
+    if (pod.get("spec") or {}).get("hostNetwork"):
+        return False
+    status = pod.get("status") or {}
+    return not status.get("podIP") and not status.get("podIPs")
 
 
 def wait_running(

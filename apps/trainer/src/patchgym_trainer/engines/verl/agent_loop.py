@@ -19,8 +19,9 @@ entry (``env_args``, ``agent``) are our settings (see :mod:`.launch`). Per sampl
    ``hack/any``, 1.0 or 0.0, the same keys every sample) go into ``extra_fields`` (so
    they are columns of the step's batch) and ``extra_fields["reward_extra_info"]``,
    which verl averages into its validation metrics (``val-aux/<source>/hack/any/mean@N``)
-   and writes into rollout dumps. verl's trainer logs no agent-loop field per training
-   step; their mean over a step's samples is :func:`patchgym_agents.hack_metrics`.
+   and writes into rollout dumps. Per training step, our replay-buffer sampler
+   (:mod:`.replay_buffer`, selected by the launcher) adds their rates over the step's
+   graded samples (``hack/<flag>``, ``hack/any``: :mod:`.hack_metrics`) to verl's metrics.
 
 The sandbox is created lazily by :class:`patchgym_envs.SWEEnv` and always closed in
 ``finally``. Everything is awaited on verl's loop; nothing here calls ``asyncio.run``.

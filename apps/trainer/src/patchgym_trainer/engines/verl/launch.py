@@ -2,7 +2,8 @@
 
 Our config maps onto verl's ``ppo_trainer`` Hydra config as plain ``key=value`` overrides
 (:func:`verl_overrides`; a CPU test composes them against verl's own YAML, so a renamed
-key fails in CI, not on the GPU node). The agent loop's settings travel in the
+key fails in CI, not on the GPU node), plus the sampler that logs ``hack/*`` per training
+step (:mod:`.hack_metrics`). The agent loop's settings travel in the
 ``agent_loop_config_path`` file verl reads (``name``, ``_target_`` and our kwargs).
 """
 
@@ -20,6 +21,11 @@ from rich.console import Console
 
 from patchgym_envs import write_verl_parquet
 from patchgym_trainer.datasets import load_dataset
+from patchgym_trainer.engines.verl.hack_metrics import (
+    check_verl_version,
+    hack_metrics_off,
+    sampler_overrides,
+)
 from patchgym_trainer.schema import AppConfig
 
 AGENT_LOOP_TARGET = "patchgym_trainer.engines.verl.agent_loop.SWEAgentLoop"
@@ -124,7 +130,7 @@ def verl_overrides(cfg: AppConfig, files: TrainFiles) -> list[str]:
             f"critic.ppo_micro_batch_size_per_gpu={t.ppo_micro_batch_size_per_gpu}",
             f"critic.ppo_max_token_len_per_gpu={t.ppo_max_token_len_per_gpu}",
         ]
-    return out + list(t.extra_overrides)
+    return out + sampler_overrides(t.extra_overrides) + list(t.extra_overrides)
 
 
 def launch(cfg: AppConfig, out_dir: Path, console: Console, *, dry_run: bool = False) -> int:
@@ -142,6 +148,14 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console, *, dry_run: bool = F
     console.print(
         f"verl command written to {out_dir / 'command.sh'}", soft_wrap=True, highlight=False
     )
+    off = hack_metrics_off(cfg.train.extra_overrides)
+    console.print(
+        "per-step hack/* metrics: "
+        + (f"off ({off})" if off else "on (patchgym's replay-buffer sampler)"),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     if dry_run:
         # soft_wrap: one argument per line, never broken inside (copyable at any width)
         console.print(
@@ -154,5 +168,9 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console, *, dry_run: bool = F
     from patchgym_trainer.engines.verl import require_verl
 
     require_verl()
+    if off is None:
+        import verl
+
+        check_verl_version(verl.__version__)
     env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
     return subprocess.call(argv, env=env)
