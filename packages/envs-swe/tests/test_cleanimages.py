@@ -22,6 +22,7 @@ from test_gitclean import ENV, assert_only_base, upstream
 from patchgym_envs import EnvConfig, Task, bundled_task
 from patchgym_envs.cleanimages import Cleaned, clean_spec, pulled_as_is, reduce_script
 from patchgym_envs.errors import DatasetError, ImageCleanDataError, ImageCleanInfraError
+from patchgym_envs.testing import assert_no_future, build_future_image, git_checks, holds_the_future
 from patchgym_sandbox import (
     InfraError,
     SandboxBackend,
@@ -77,86 +78,42 @@ async def test_backends_without_derived_images_keep_the_image(tmp_path: Path) ->
         await backend.aclose()
 
 
-DOCKERFILE = """FROM local/bookworm-py
-RUN set -e; mkdir -p /testbed; cd /testbed; export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t \\
-  GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t; git init -q -b main . \\
- && printf 'def add(a, b):\\n    return a - b\\n' > lib.py && git add -A && git commit -qm base \\
- && git tag v1 && printf 'def add(a, b):\\n    return a + b  # THE FIX\\n' > lib.py \\
- && git commit -qam 'THE FIX' && git tag -a v2 -m fixed && git branch later \\
- && git update-ref refs/remotes/origin/main HEAD && git gc -q && git reset -q --hard v1
-WORKDIR /testbed
-CMD ["sleep", "infinity"]
-"""
-
-
-def _docker(*args: str, stdin: str | None = None) -> str:
-    done = subprocess.run(
-        ["docker", *args], input=stdin, capture_output=True, text=True, check=False
-    )
+def _docker(*args: str) -> str:
+    done = subprocess.run(["docker", *args], capture_output=True, text=True, check=False)
     assert done.returncode == 0, (args, done.stderr)
     return done.stdout
 
 
 @pytest.fixture(scope="module")
-def future_image() -> Any:
+def built() -> Any:
     if "docker" not in available_backends():
         engine_missing("the docker backend (patchgym-sandbox-docker) is not installed")
     from patchgym_envs.bundled.docker import base_image_problem
 
     if (reason := base_image_problem()) is not None:
         engine_missing(reason)
-    subprocess.run(
-        ["docker", "build", "--network", "none", "-q", "-t", IMAGE, "-"],
-        input=DOCKERFILE,
-        text=True,
-        check=True,
-        capture_output=True,
-        env={**ENV, "DOCKER_BUILDKIT": "0"},
-    )
-    yield IMAGE
+    yield IMAGE, build_future_image(IMAGE)
     derived = _docker("images", "-q", "--filter", f"label=patchgym.test-session={SESSION}")
     for image_id in dict.fromkeys(derived.split()):  # this session's derivations, then the source
         _docker("image", "rm", "-f", image_id)
     _docker("image", "rm", IMAGE)
 
 
-async def _checks(backend: Any, spec: SandboxSpec | str) -> dict[str, str]:
-    if isinstance(spec, str):
-        spec = SandboxSpec(image=spec, workdir="/testbed")
-    sandbox = backend.sandbox(spec)
-    await sandbox.start()
-    try:
-        out = {}
-        for name, cmd in {
-            "base": "git rev-parse v1 2>/dev/null || git rev-parse HEAD",
-            "log": "git log --all --format=%H",
-            "objects": "git rev-list --all --objects | cut -d' ' -f1 | sort",
-            "reachable": "git rev-list --objects HEAD | cut -d' ' -f1 | sort",
-            "stored": "git cat-file --batch-all-objects --batch-check | cut -d' ' -f1 | sort",
-            "unreachable": "git fsck --unreachable --no-reflogs 2>&1",
-            "refs": "git for-each-ref --format='%(refname)'",
-            "grep": "git log --all --grep 'THE FIX' --format=%H; git log --all -p | grep -c 'THE FIX'",
-            "lib": "cat lib.py",
-        }.items():
-            res = await sandbox.exec(cmd, timeout=60)
-            out[name] = res.stdout.strip()
-        return out
-    finally:
-        await sandbox.close()
-
-
-def assert_reduced(after: dict[str, str], base: str) -> None:
-    assert after["log"] == base, after
-    assert after["objects"] == after["reachable"] == after["stored"], after
-    assert after["unreachable"] == "" and after["refs"] == "refs/heads/main", after
-    assert after["grep"] == "0" and after["lib"].endswith("a - b"), after
+@pytest.fixture(scope="module")
+def future_image(built: tuple[str, str]) -> str:
+    return built[0]
 
 
 @pytest.fixture(scope="module")
-def base_commit(future_image: str) -> str:
-    return _docker(
-        "run", "--rm", "--network", "none", future_image, "git", "rev-parse", "v1"
-    ).strip()
+def base_commit(built: tuple[str, str]) -> str:
+    return built[1]
+
+
+async def _checks(backend: SandboxBackend, spec: SandboxSpec | str) -> dict[str, str]:
+    if isinstance(spec, str):
+        spec = SandboxSpec(image=spec, workdir="/testbed")
+    async with backend.sandbox(spec) as sandbox:
+        return await git_checks(sandbox)
 
 
 def future_task(image: str, base: str, name: str = "csvlite") -> Task:
@@ -170,8 +127,7 @@ async def test_pulled_image_is_derived_once_up_front_without_its_future(
     env = EnvConfig(sandbox=DOCKER)
     try:
         before = await _checks(backend, future_image)
-        assert before["grep"].splitlines()[-1] != "0" and "refs/tags/v2" in before["refs"]
-        assert before["base"] == base_commit
+        assert holds_the_future(before) and before["base"] == base_commit
         tasks = [future_task(future_image, base_commit, n) for n in ("csvlite", "wordwrap")]
         keys = env.images_to_clean([*tasks, bundled_task("ledger")], backend)
         assert [k.image for k in keys] == [future_image]  # one image, derived once
@@ -182,7 +138,7 @@ async def test_pulled_image_is_derived_once_up_front_without_its_future(
         assert str(derived).startswith("patchgym-clean/")
         spec = await env.aspec(tasks[1], backend, grading=True)  # the episode only looks it up
         assert spec.image == derived and spec.start_script is None
-        assert_reduced(await _checks(backend, str(derived)), base_commit)
+        assert_no_future(await _checks(backend, str(derived)), base_commit)
         first_id = _docker("image", "inspect", "-f", "{{.Id}}", str(derived)).strip()
         assert (
             _docker("image", "inspect", "-f", "{{json .Config.Cmd}}", str(derived)).strip()
@@ -239,7 +195,7 @@ async def test_where_no_image_is_kept_each_sandbox_reduces_at_start(
         assert list((await env.prepare_images(keys, keeps_none)).values()) == [None]
         spec = await env.aspec(future_task(future_image, base_commit), keeps_none)
         assert spec.image == future_image and spec.start_script is not None
-        assert_reduced(await _checks(keeps_none, spec), base_commit)
+        assert_no_future(await _checks(keeps_none, spec), base_commit)
     finally:
         await backend.aclose()
         await keeps_none.aclose()
