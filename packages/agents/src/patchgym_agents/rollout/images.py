@@ -36,8 +36,8 @@ async def prepare_images(
         TextColumn("[bold]clean images"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"),
         console=console,
         disable=not enabled,
         transient=False,
@@ -52,9 +52,9 @@ async def prepare_images(
         def done(c: Cleaned) -> None:
             nonlocal failed
             failed += c.error is not None
-            where = c.derived or "reduced in each sandbox at its start"
-            status = f"failed: {c.key.image}" if c.error else f"{c.key.image} -> {where}"
-            progress.update(bar, advance=1, status=f"{status} · failed {failed}")
+            name = c.key.image.rsplit("/", 1)[-1]
+            how = "failed" if c.error else "derived" if c.derived else "reduced at each start"
+            progress.update(bar, advance=1, status=f"failed {failed} · {name}: {how}")
 
         await env.prepare_images(keys, backend, on_done=done)
     return len(keys)
