@@ -30,6 +30,12 @@ MASKED_PATHS = (
 """The OCI runtime spec's (and Docker's) masked paths, for backends that pass them on."""
 READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 """The OCI runtime spec's read-only paths."""
+INIT_OOM_PATHS = ("/proc/1/oom_score_adj", "/proc/1/oom_adj", "/proc/1/task")
+"""Read-only over PID 1's OOM score (and its threads'), for runtimes that bind the
+read-only paths in the container's own ``/proc`` before its init runs (runc, crun): root
+inside, ``CAP_DAC_OVERRIDE`` or not, cannot aim the OOM killer at the init. Whole for a
+single-threaded init (docker-init, ``sleep``): another thread's ``/proc/<tid>`` is a path
+of its own."""
 
 EPERM, ENOSYS = 1, 38
 AUDIT_ARCH_X86_64 = 0xC000003E
