@@ -298,6 +298,9 @@ def main():
     except Exception:
         pass
     if os.getpid() == 1:
+        # Python's own SIGINT handler would let `kill -INT 1` from inside end the sandbox;
+        # the kernel drops a default-action signal sent to a namespace's init from inside
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         t = threading.Thread(target=reap_orphans)
         t.daemon = True
         t.start()
