@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from patchgym_sandbox import SandboxSpec, create_backend
 from patchgym_sandbox.local import oomguard
+from patchgym_sandbox.local.backend import LocalSandbox
 
 PYTHON = os.path.realpath(sys.executable)
 
@@ -44,3 +46,18 @@ def test_the_loader_is_sealed_and_execute_only() -> None:
     argv = oomguard.guarded([PYTHON, "-c", "1"])
     assert argv == [f"/proc/self/fd/{fd}", PYTHON, "-c", "1"]
     assert oomguard.loader_fds(PYTHON) == (fd,), "made once per process"
+
+
+async def test_a_score_set_from_outside_is_the_inits_alone(tmp_path: Path) -> None:
+    """What the driver sets on the init from outside (-1000 where it has
+    CAP_SYS_RESOURCE; a raise, which needs none, stands in for it here) is neither
+    inherited by commands and shells nor changeable from inside."""
+    backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
+    async with backend.sandbox(SandboxSpec()) as sb:
+        assert isinstance(sb, LocalSandbox) and sb._server is not None
+        Path(f"/proc/{sb._server.init_pid}/oom_score_adj").write_text("500")
+        probe = "cat /proc/self/oom_score_adj; echo 7 > /proc/1/oom_score_adj || echo refused"
+        r = await sb.exec(probe + "; cat /proc/1/oom_score_adj")
+        assert r.stdout.split() == ["0", "refused", "500"], r.output
+        async with sb.session() as sh:
+            assert (await sh.run("cat /proc/self/oom_score_adj")).output.strip() == "0"
