@@ -21,7 +21,9 @@ to an unmapped owner) gets only the "other" bits (``r--``): ``oom_score_adj`` an
 ``oom_adj`` cannot be written by any path, nor ``/proc/1/fd`` or ``mem`` opened. Python
 itself is loaded by that ``ld.so`` from its own path (``sys.executable``, ``$ORIGIN`` and
 the prefix as before). Commands are not affected: their ``exec`` makes a new memory in
-the sandbox's namespace.
+the sandbox's namespace. The guard needs a driver running as root (the sandbox's root is
+then another uid, :mod:`.rootless`); a driver that is not makes the memfd its own, the
+sandbox root's, and the init's files stay the sandbox's.
 """
 
 from __future__ import annotations
@@ -36,28 +38,37 @@ from functools import cache
 log = logging.getLogger(__name__)
 
 PROTECTED = -1000
+LEGACY_PROTECTED = -17
+"""``OOM_DISABLE`` of ``oom_adj``: -1000 in ``oom_score_adj``."""
 PT_INTERP = 3
-_warned = False
+_reported = False
 _lock = threading.Lock()
 
 
 def protect(pid: int) -> bool:
-    """Set ``pid``'s ``oom_score_adj`` to -1000; False (logged once) where not permitted."""
-    global _warned
-    path = f"/proc/{pid}/oom_score_adj"
+    """Set ``pid``'s ``oom_score_adj`` to -1000; whether it held (said once per process,
+    at INFO, either way).
+
+    Written as the legacy ``oom_adj = -17`` (the same -1000): a privileged write of
+    ``oom_score_adj`` would also set the floor (``oom_score_adj_min``) every child
+    inherits, letting any command lower itself to -1000 unprivileged; the legacy file
+    leaves the floor at 0."""
+    global _reported
     try:
-        with open(path, "w") as fh:
-            fh.write(str(PROTECTED))
-        with open(path) as fh:
-            return int(fh.read().strip()) == PROTECTED
+        with open(f"/proc/{pid}/oom_adj", "w") as fh:
+            fh.write(str(LEGACY_PROTECTED))
+        with open(f"/proc/{pid}/oom_score_adj") as fh:
+            held = int(fh.read().strip()) == PROTECTED
+        problem = None if held else "the score did not hold"
     except (OSError, ValueError) as exc:
-        if not _warned:
-            _warned = True
-            log.info(
-                "cannot protect sandbox inits from the OOM killer (%s): needs CAP_SYS_RESOURCE",
-                exc,
-            )
-        return False
+        held, problem = False, f"{exc}: needs CAP_SYS_RESOURCE"
+    if not _reported:
+        _reported = True
+        if held:
+            log.info("sandbox inits are protected from the OOM killer (oom_score_adj -1000)")
+        else:
+            log.info("cannot protect sandbox inits from the OOM killer (%s)", problem)
+    return held
 
 
 ELF_LAYOUT = {1: ("I", 12, 26, 4, 16), 2: ("Q", 16, 38, 8, 32)}
