@@ -45,6 +45,8 @@ CANNOT_PREVENT: dict[str, str] = {
     "machine's init, its exec server the test process)" + CLOUD,
     "raise_exec_server_oom_score": STANDIN + "in this machine's PID namespace, as root: the "
     "exec server is the test process itself)" + CLOUD,
+    "limit_init_and_exec_server": STANDIN + "in this machine's PID namespace with no seccomp "
+    "filter: prlimit would reach this machine's init)" + CLOUD,
     "exceed_disk": "the stand-in's working copy is a plain directory; the cloud's disk is the "
     "microVM's own, sized by the template",
 }

@@ -59,6 +59,10 @@ if not KUBELET_SECCOMP.parent.is_dir():
         "patchgym's Localhost profile cannot be installed; RuntimeDefault allows io_uring "
         "and ptrace on this runtime"
     )
+    CANNOT_PREVENT["limit_init_and_exec_server"] = (
+        "without patchgym's Localhost profile (see dangerous_system_calls) RuntimeDefault "
+        "lets root inside prlimit the container's other processes"
+    )
 if HOST_NETWORK:
     CANNOT_PREVENT["reach_host_loopback"] = (
         "the loopback-only test cluster runs pods with host_network (its CNI gives pods no IP), "

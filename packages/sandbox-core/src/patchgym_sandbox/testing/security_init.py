@@ -1,4 +1,5 @@
-"""Security attacks on the OOM killer's aim: a policy steering it at the sandbox's own init.
+"""Security attacks on the sandbox's init and exec server: steering the OOM killer at them,
+giving them limits that end them.
 
 Part of :class:`~patchgym_sandbox.testing.security.SandboxSecurity` (same fixtures, same
 ``cannot_prevent`` skips). Raising a process's ``oom_score_adj`` needs no privilege over
@@ -10,6 +11,8 @@ legacy ``oom_adj``: ``/proc/<pid>``, each thread's ``/proc/<pid>/task/<tid>`` an
 ``/proc/<tid>``, ``openat`` beneath an open ``/proc/<pid>``, ``/proc/<pid>/root/proc``; it
 first tries to unmount whatever covers them and to mount a procfs of its own. None of it
 may change their scores. The command's own processes (its session) stay its to change.
+Likewise ``prlimit`` on another process of the same uid (``RLIMIT_NOFILE`` of 4 leaves
+the server unable to start a command, ``RLIMIT_CPU`` has the kernel kill it) must fail.
 """
 
 from __future__ import annotations
@@ -40,6 +43,13 @@ def ancestors():
     return found
 
 
+def tids(pid):
+    try:
+        return [int(t) for t in os.listdir('/proc/%d/task' % pid)]
+    except OSError:
+        return [pid]
+
+
 def score(pid):
     try:
         with open('/proc/%d/oom_score_adj' % pid) as f:
@@ -50,6 +60,18 @@ def score(pid):
 
 targets = [1] if which == 'init' else ancestors()
 print('TARGETS', targets)
+if sys.argv[2:] == ['limits']:
+    import resource
+    for pid in targets:
+        for tid in tids(pid):
+            try:
+                resource.prlimit(tid, resource.RLIMIT_NOFILE, (4, 4))
+                print('LIMITED', pid, 'through', tid)
+            except OSError:
+                pass
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    print('OWN', resource.getrlimit(resource.RLIMIT_NOFILE))
+    sys.exit(0)
 before = dict((pid, score(pid)) for pid in targets)
 procs = ['/proc']
 os.makedirs('/tmp/pg-oom-proc', exist_ok=True)
@@ -62,10 +84,10 @@ for pid in targets:
         base = '%s/%d' % (proc, pid)
         dirs = [base, '%s/root/proc/%d' % (base, pid)]
         try:
-            tids = os.listdir(base + '/task')
+            tid_names = os.listdir(base + '/task')
         except OSError:
-            tids = [str(pid)]
-        for tid in tids:
+            tid_names = [str(pid)]
+        for tid in tid_names:
             dirs += ['%s/task/%s' % (base, tid), '%s/%s' % (proc, tid)]
         for d in dirs:
             paths += [(d + '/oom_score_adj', b'1000'), (d + '/oom_adj', b'15')]
@@ -111,13 +133,14 @@ with open('/proc/self/oom_score_adj', 'w') as f:
     f.write('500')
 print('OWN', score(os.getpid()))
 """
-"""``python3 - <init|server>``: attack PID 1 or the command's ancestors; prints what went
-through (``WROTE``, ``CHANGED``, ``UNMOUNTED``, ``MOUNTED``), then raises its own score
-(``OWN 500``: a command's processes stay its own to change)."""
-BREACHES = ("WROTE", "CHANGED", "UNMOUNTED", "MOUNTED")
+"""``python3 - <init|server> [limits]``: attack PID 1 or the command's ancestors; prints
+what went through (``WROTE``, ``CHANGED``, ``UNMOUNTED``, ``MOUNTED``), then raises its own
+score (``OWN 500``: a command's processes stay its own to change); with ``limits``, tries
+``prlimit`` on each of their threads instead (``LIMITED``)."""
+BREACHES = ("WROTE", "CHANGED", "UNMOUNTED", "MOUNTED", "LIMITED")
 
 
-class OomAttacks:
+class InitAttacks:
     """Mixed into the security suite; ``attack`` and ``sb`` come from it."""
 
     def attack(self, name: str) -> None:
@@ -145,3 +168,20 @@ class OomAttacks:
         self.attack("raise_exec_server_oom_score")
         out = await self._aim_oom_killer(sb, "server")
         assert "TARGETS []" not in out, f"no process above the command was visible:\n{out}"
+
+    @pytest.mark.asyncio
+    async def test_limit_init_and_exec_server(self, sb: Sandbox) -> None:
+        """``prlimit`` on PID 1 and the exec server, through each of their threads: a file
+        limit of 4 would leave the server unable to start any command. A command still
+        sets its own limits."""
+        self.attack("limit_init_and_exec_server")
+        await sb.write_file("/tmp/pg-oom.py", PROBE)
+        out = ""
+        for which in ("init", "server"):
+            r = await sb.exec(f"python3 /tmp/pg-oom.py {which} limits", timeout=60)
+            assert r.exit_code == 0 and "OWN (64, 64)" in r.stdout, r.output
+            out += r.stdout
+        after = await sb.exec("echo still-here", timeout=60)
+        breaches = [ln for ln in out.splitlines() if ln.startswith(BREACHES)]
+        assert not breaches, f"limits of the sandbox's init were set from inside:\n{out}"
+        assert after.stdout == "still-here\n", after.output
