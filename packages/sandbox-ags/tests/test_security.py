@@ -41,6 +41,12 @@ CANNOT_PREVENT: dict[str, str] = {
     "read_masked_proc_paths": STANDIN + "with this machine's /proc unmasked)" + CLOUD,
     "host_paths_in_mount_table": STANDIN + "whose mounts are this machine's paths)" + CLOUD,
     "host_paths_in_cgroup": STANDIN + "in this machine's cgroups, no cgroup namespace)" + CLOUD,
+    "raise_init_oom_score": STANDIN + "in this machine's PID namespace: its PID 1 is this "
+    "machine's init, its exec server the test process)" + CLOUD,
+    "raise_exec_server_oom_score": STANDIN + "in this machine's PID namespace, as root: the "
+    "exec server is the test process itself)" + CLOUD,
+    "limit_init_and_exec_server": STANDIN + "in this machine's PID namespace with no seccomp "
+    "filter: prlimit would reach this machine's init)" + CLOUD,
     "exceed_disk": "the stand-in's working copy is a plain directory; the cloud's disk is the "
     "microVM's own, sized by the template",
 }

@@ -98,7 +98,7 @@ async def test_hardened_by_default(
         assert host["SecurityOpt"][0] == "no-new-privileges"
         assert host["SecurityOpt"][1:] == [f"seccomp={seccomp.docker_profile_json()}"]
         assert host["MaskedPaths"] == list(seccomp.MASKED_PATHS)
-        assert host["ReadonlyPaths"] == list(seccomp.READONLY_PATHS)
+        assert host["ReadonlyPaths"] == [*seccomp.READONLY_PATHS, *seccomp.INIT_OOM_PATHS]
         assert host["CgroupnsMode"] == "private"
         assert host["Privileged"] is False and host["NetworkMode"] == "none"
         assert host["PidsLimit"] == 1024 and host["Memory"] == 4096 << 20

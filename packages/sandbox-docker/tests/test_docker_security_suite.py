@@ -27,6 +27,14 @@ MOUNTINFO = (
     "the engine's data root (lowerdir=/var/lib/docker/overlay2/...); no container option "
     "changes that"
 )
+EXEC_SERVER_OOM = (
+    "the exec server is a `docker exec` process started after the container, so no "
+    "ReadonlyPaths entry (fixed at create; PID 1's are there, seccomp.INIT_OOM_PATHS) can "
+    "name its /proc files, and container root, this machine's root without userns-remap, "
+    "keeps CAP_DAC_OVERRIDE (cap_add: installs, git) over them; an OOM kill of the server "
+    "ends that command as the policy's failure (runner killed) and the server restarts on "
+    "the next exec"
+)
 
 
 class TestDockerSecurity(DefaultDockerTarget, SandboxSecurity):
@@ -36,6 +44,7 @@ class TestDockerSecurity(DefaultDockerTarget, SandboxSecurity):
         "exceed_disk": DISK,
         "sandbox_root_is_host_root": ROOT,
         "host_paths_in_mount_table": MOUNTINFO,
+        "raise_exec_server_oom_score": EXEC_SERVER_OOM,
     }
 
     @pytest.fixture

@@ -18,6 +18,12 @@ from patchgym_k8s import seccomp_profile
 from patchgym_sandbox import SandboxSpec
 from patchgym_sandbox.testing.security import SandboxSecurity
 
+OOM_SCORE = (
+    "a pod spec cannot add read-only /proc paths (procMount has only Default and Unmasked) "
+    "and container root, node root on 1.20, keeps CAP_DAC_OVERRIDE (cap_add: installs, "
+    "git) over its processes' /proc files; the kubelet sets the container's score by QoS "
+    "class, and a sandbox its own processes end is the policy's failure (patchgym_envs.blame)"
+)
 CANNOT_PREVENT = {
     "exceed_process_count": (
         "a pod spec has no pids limit: Kubernetes limits processes per pod only node-wide "
@@ -42,6 +48,8 @@ CANNOT_PREVENT.update({
         "the dockershim runtime on cgroup v1 gives pods no cgroup namespace and a pod spec "
         "has no field for one"
     ),
+    "raise_init_oom_score": OOM_SCORE,
+    "raise_exec_server_oom_score": OOM_SCORE,
 })  # fmt: skip
 KUBELET_SECCOMP = Path(os.environ.get("PATCHGYM_KUBELET_SECCOMP", "/var/lib/kubelet/seccomp"))
 """The test node's kubelet ``--seccomp-profile-root`` (its default): the node is this machine."""
@@ -50,6 +58,10 @@ if not KUBELET_SECCOMP.parent.is_dir():
         f"the node's kubelet root ({KUBELET_SECCOMP.parent}) is not on this machine, so "
         "patchgym's Localhost profile cannot be installed; RuntimeDefault allows io_uring "
         "and ptrace on this runtime"
+    )
+    CANNOT_PREVENT["limit_init_and_exec_server"] = (
+        "without patchgym's Localhost profile (see dangerous_system_calls) RuntimeDefault "
+        "lets root inside prlimit the container's other processes"
     )
 if HOST_NETWORK:
     CANNOT_PREVENT["reach_host_loopback"] = (

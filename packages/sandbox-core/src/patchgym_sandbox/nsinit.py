@@ -14,7 +14,9 @@ file adds what only the local backend's namespace init needs:
 - it reaps orphans, never a child that ``supervise`` waits for (those are registered under
   a lock as they are spawned);
 - it makes itself non-dumpable, so commands (root, but without capabilities) cannot open
-  its pipes through ``/proc/1/fd`` to forge replies;
+  its pipes through ``/proc/1/fd`` to forge replies; started by the driver's execute-only
+  loader (``local/oomguard.py``), its ``/proc`` files belong to this machine's root, so
+  nothing inside can raise its ``oom_score_adj`` either;
 - it applies the sandbox's rlimits (``cpu_time_s``) to every command;
 - it serves shells on a pty. Extra wire operations, beside ``R`` and ``K``:
   ``<rid> S <b64 json {"argv", "cwd", "env"}>`` open a shell, ``<rid> W <b64>`` write to it,
@@ -55,6 +57,7 @@ CONFIG = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}  # type: Dict[str,
 LIMITS = [(getattr(resource, k), int(v)) for k, v in (CONFIG.get("rlimits") or {}).items()]
 SPAWN_LOCK = threading.Lock()
 OWNED = {}  # type: Dict[int, subprocess.Popen[bytes]]
+LIBC = None  # type: Any
 
 
 class OwnedPopen(subprocess.Popen):  # type: ignore[type-arg]  # Popen's type parameter is not subscriptable on every in-sandbox Python
@@ -70,12 +73,18 @@ class OwnedPopen(subprocess.Popen):  # type: ignore[type-arg]  # Popen's type pa
 def apply_limits():
     # type: () -> None
     """In a command (before exec): the rlimits, and killable again by the OOM killer (the
-    driver may have made this init unkillable, ``local/oomguard.py``; children inherit it)."""
-    try:
-        with open("/proc/self/oom_score_adj", "w") as fh:
-            fh.write("0")
-    except OSError:
-        pass
+    driver may have made this init unkillable, ``local/oomguard.py``; children inherit it).
+    This child's ``/proc`` files belong to this machine's root, as the init's do, until it
+    is dumpable again (its ``exec`` would make it so); its descriptors 0-2 are the
+    command's already, so nothing of the init's channel is exposed meanwhile."""
+    if own_oom_score() != b"0":
+        try:
+            if LIBC is not None:
+                LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE = 1
+            with open("/proc/self/oom_score_adj", "w") as fh:
+                fh.write("0")
+        except OSError:
+            pass
     for which, value in LIMITS:
         resource.setrlimit(which, (value, value))
 
@@ -87,13 +96,16 @@ def limits_needed():
     Read at every spawn (the driver protects the init after it said READY). Without a
     ``preexec_fn`` the child is started by ``vfork``: no copy of this interpreter, no Python
     in the child (about 1.5 ms a command)."""
-    if LIMITS:
-        return True
+    return bool(LIMITS) or own_oom_score() != b"0"
+
+
+def own_oom_score():
+    # type: () -> bytes
     try:
         with open("/proc/self/oom_score_adj", "rb") as fh:
-            return fh.read().strip() != b"0"
+            return fh.read().strip()
     except OSError:
-        return True
+        return b"?"
 
 
 def _supervise_with_limits(*args, **kwargs):
@@ -277,13 +289,18 @@ def _newest_job(sid):
 
 def main():
     # type: () -> None
+    global LIBC
     try:
         import ctypes
 
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+        LIBC = ctypes.CDLL(None)
+        LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
     except Exception:
         pass
     if os.getpid() == 1:
+        # Python's own SIGINT handler would let `kill -INT 1` from inside end the sandbox;
+        # the kernel drops a default-action signal sent to a namespace's init from inside
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         t = threading.Thread(target=reap_orphans)
         t.daemon = True
         t.start()

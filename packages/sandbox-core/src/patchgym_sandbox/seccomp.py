@@ -7,7 +7,10 @@ io_uring, bpf, perf, mounts and the new mount API, namespace changes (``unshare`
 access, module loading, kexec, handle-based opens, swap, reboot, the kernel log, clock
 setting, ``userfaultfd`` and the NUMA calls Docker reserves to ``CAP_SYS_NICE``. ``clone3``
 answers ``ENOSYS`` (its flags sit behind a pointer a filter cannot read; libc falls back to
-``clone``), ``personality`` allows only the values Docker allows. Any other ABI (x32,
+``clone``), ``personality`` allows only the values Docker allows, and ``prlimit64`` sets
+only the caller's own limits (reading another's stays allowed): a process of the same uid,
+the sandbox's init among them, could otherwise be given limits that end or disable it
+(``RLIMIT_CPU``, ``RLIMIT_NOFILE``). Any other ABI (x32,
 i386 on x86_64, arm32 on aarch64) is killed.
 
 :func:`bpf_program` compiles it to the classic BPF that ``bwrap --seccomp`` loads (local
@@ -30,6 +33,12 @@ MASKED_PATHS = (
 """The OCI runtime spec's (and Docker's) masked paths, for backends that pass them on."""
 READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 """The OCI runtime spec's read-only paths."""
+INIT_OOM_PATHS = ("/proc/1/oom_score_adj", "/proc/1/oom_adj", "/proc/1/task")
+"""Read-only over PID 1's OOM score (and its threads'), for runtimes that bind the
+read-only paths in the container's own ``/proc`` before its init runs (runc, crun): root
+inside, ``CAP_DAC_OVERRIDE`` or not, cannot aim the OOM killer at the init. Whole for a
+single-threaded init (docker-init, ``sleep``): another thread's ``/proc/<tid>`` is a path
+of its own."""
 
 EPERM, ENOSYS = 1, 38
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -67,11 +76,12 @@ DENIED = tuple(sorted(_NR))
 CLONE = (56, 220)
 CLONE3 = (435, 435)
 PERSONALITY = (135, 92)
+PRLIMIT64 = (302, 261)
 
 # classic BPF
 _LD_W_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 RET_KILL_PROCESS, RET_ALLOW = 0x80000000, 0x7FFF0000
-OFF_NR, OFF_ARCH, OFF_ARG0 = 0, 4, 16
+OFF_NR, OFF_ARCH, OFF_ARG0, OFF_ARG2 = 0, 4, 16, 32
 
 
 def _ret_errno(err: int) -> int:
@@ -98,6 +108,13 @@ def _arch_block(idx: int, ops: list[tuple[int, int, int | str, int | str]]) -> N
     for value in PERSONALITY_ALLOWED:
         ops.append((_JEQ, value, "allow", 0))
     ops.append((_RET, _ret_errno(EPERM), 0, 0))
+    ops.append((_JEQ, PRLIMIT64[idx], 0, 6))  # new limits for another process: denied
+    ops.append((_LD_W_ABS, OFF_ARG0, 0, 0))
+    ops.append((_JEQ, 0, "allow", 0))
+    ops.append((_LD_W_ABS, OFF_ARG2, 0, 0))
+    ops.append((_JEQ, 0, 0, "deny"))
+    ops.append((_LD_W_ABS, OFF_ARG2 + 4, 0, 0))
+    ops.append((_JEQ, 0, "allow", "deny"))
     ops.append((_RET, RET_ALLOW, 0, 0))
 
 
@@ -148,6 +165,9 @@ def docker_profile() -> dict[str, Any]:
     allowed = [{"index": 0, "value": v, "op": "SCMP_CMP_NE"} for v in PERSONALITY_ALLOWED]
     rules.append({"names": ["personality"], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM,
                   "args": allowed})  # fmt: skip
+    others = [{"index": i, "value": 0, "op": "SCMP_CMP_NE"} for i in (0, 2)]
+    rules.append({"names": ["prlimit64"], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM,
+                  "args": others})  # fmt: skip
     return {
         "defaultAction": "SCMP_ACT_ALLOW",
         "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_AARCH64"],

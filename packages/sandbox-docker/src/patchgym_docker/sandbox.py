@@ -146,9 +146,10 @@ class DockerSandbox(Sandbox):
             kwargs["shm_size"] = f"{cfg.shm_size_mb}m"
         kwargs.update(cfg.extra_host_config)
         host = cast(dict[str, Any], api.create_host_config(**kwargs))
-        # the OCI defaults, stated here rather than left to the engine's version
+        # the OCI defaults, stated here rather than left to the engine's version, and PID
+        # 1's OOM score read-only (no root inside aims the OOM killer at the init)
         host.setdefault("MaskedPaths", list(seccomp.MASKED_PATHS))
-        host.setdefault("ReadonlyPaths", list(seccomp.READONLY_PATHS))
+        host.setdefault("ReadonlyPaths", [*seccomp.READONLY_PATHS, *seccomp.INIT_OOM_PATHS])
         host.setdefault("CgroupnsMode", "private")
         return host
 

@@ -374,6 +374,7 @@ class LocalSandbox(Sandbox):
         readonly = list(zip(staged[3 : 3 + len(paths)], paths, strict=True))
         filter_fd = seccomp.bpf_fd()
         info_fd: list[int] = []
+        loader = () if gvisor_mode else oomguard.loader_fds(self._backend.python())
 
         def preexec() -> None:
             """Still root: private staging mounts, into the cgroups before any namespace
@@ -395,7 +396,8 @@ class LocalSandbox(Sandbox):
             if not gvisor_mode:
                 return [*bwrap_argv(etc=etc, readonly=readonly, root=root, workdir=workdir,
                                     tmp=tmp, network=self.spec.network, info_fd=info,
-                                    block_fd=block, seccomp_fd=filter_fd), *command]  # fmt: skip
+                                    block_fd=block, seccomp_fd=filter_fd),
+                        *oomguard.guarded(command)]  # fmt: skip
             config = gvisor.spec(argv=command, env=self._env({}), etc=etc, readonly=readonly,
                                  root=root, workdir=workdir, tmp=tmp)  # fmt: skip
             gvisor.write_bundle(bundle, config, uid)
@@ -413,7 +415,7 @@ class LocalSandbox(Sandbox):
                 sandbox_id=self.id,
                 log=self._base / "isolation.log",
                 preexec_fn=preexec,
-                pass_fds=(filter_fd,),
+                pass_fds=(filter_fd, *loader),
                 precompiled=not gvisor_mode,
             )
         finally:

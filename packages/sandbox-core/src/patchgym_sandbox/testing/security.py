@@ -37,6 +37,7 @@ from patchgym_sandbox.errors import SandboxError
 from patchgym_sandbox.sandbox import Sandbox
 from patchgym_sandbox.spec import Resources, SandboxSpec
 from patchgym_sandbox.testing.security_files import FileAttacks
+from patchgym_sandbox.testing.security_init import InitAttacks
 from patchgym_sandbox.testing.suite import BackendSuite
 
 SECRET_VAR = "PATCHGYM_SECURITY_SECRET"
@@ -106,7 +107,7 @@ def _tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-class SandboxSecurity(FileAttacks, BackendSuite):
+class SandboxSecurity(FileAttacks, InitAttacks, BackendSuite):
     """Attacks from inside as root; each must fail. See the module docstring."""
 
     run_id: ClassVar[str] = "security"

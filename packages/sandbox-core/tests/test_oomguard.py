@@ -1,0 +1,63 @@
+"""The execute-only loader that starts a local sandbox's init (``local/oomguard.py``).
+
+The attack it stops is in the shared security suite (``test_raise_init_oom_score``);
+these pin the parts that run on the driver's side.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchgym_sandbox import SandboxSpec, create_backend
+from patchgym_sandbox.local import oomguard
+from patchgym_sandbox.local.backend import LocalSandbox
+
+PYTHON = os.path.realpath(sys.executable)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ELF executables")
+def test_the_interpreter_of_this_python_is_its_ld_so() -> None:
+    interp = oomguard.elf_interpreter(PYTHON)
+    assert interp is not None and Path(interp).is_file(), interp
+    assert "ld" in Path(interp).name
+
+
+def test_a_script_names_no_interpreter(tmp_path: Path) -> None:
+    script = tmp_path / "python3"
+    script.write_text('#!/bin/sh\nexec python3 "$@"\n')
+    script.chmod(0o755)
+    assert oomguard.elf_interpreter(str(script)) is None
+    assert oomguard.guarded([str(script), "-c", "1"]) == [str(script), "-c", "1"]
+    assert oomguard.loader_fds(str(script)) == ()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="memfd and ELF executables")
+def test_the_loader_is_sealed_and_execute_only() -> None:
+    (fd,) = oomguard.loader_fds(PYTHON)
+    st = os.fstat(fd)
+    assert stat.S_IMODE(st.st_mode) == 0o111 and st.st_uid == os.geteuid()
+    with pytest.raises(PermissionError):
+        os.pwrite(fd, b"x", 0)
+    argv = oomguard.guarded([PYTHON, "-c", "1"])
+    assert argv == [f"/proc/self/fd/{fd}", PYTHON, "-c", "1"]
+    assert oomguard.loader_fds(PYTHON) == (fd,), "made once per process"
+
+
+async def test_a_score_set_from_outside_is_the_inits_alone(tmp_path: Path) -> None:
+    """What the driver sets on the init from outside (-1000 where it has
+    CAP_SYS_RESOURCE; a raise, which needs none, stands in for it here) is neither
+    inherited by commands and shells nor changeable from inside."""
+    backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
+    async with backend.sandbox(SandboxSpec()) as sb:
+        assert isinstance(sb, LocalSandbox) and sb._server is not None
+        Path(f"/proc/{sb._server.init_pid}/oom_score_adj").write_text("500")
+        probe = "cat /proc/self/oom_score_adj; echo 7 > /proc/1/oom_score_adj || echo refused"
+        r = await sb.exec(probe + "; cat /proc/1/oom_score_adj")
+        assert r.stdout.split() == ["0", "refused", "500"], r.output
+        async with sb.session() as sh:
+            assert (await sh.run("cat /proc/self/oom_score_adj")).output.strip() == "0"
