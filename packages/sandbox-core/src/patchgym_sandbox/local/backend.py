@@ -424,6 +424,7 @@ class LocalSandbox(Sandbox):
             await chan.close()
         self._channels.clear()
         if self._server is not None:
+            self._server.detach()
             await run_blocking(self._server.kill)
         await run_blocking(remove_sandbox, self._backend.config.state_dir, self.id)
 
