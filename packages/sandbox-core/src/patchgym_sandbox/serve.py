@@ -24,7 +24,7 @@ Wire format, one line each way, ``<rid>`` a client-chosen token without spaces:
 When stdin closes (the client went away) every running command is killed and it exits.
 """
 
-import base64
+import binascii
 import json
 import os
 import sys
@@ -58,7 +58,7 @@ class Capper:
 
     def emit(self, stream, data):
         # type: (int, bytes) -> None
-        self.send(b"%d %s" % (stream, base64.b64encode(data)))
+        self.send(b"%d %s" % (stream, binascii.b2a_base64(data, newline=False)))
 
     def on_chunk(self, stream, data):
         # type: (int, bytes) -> None
@@ -114,7 +114,7 @@ class Server:
         self.lock = threading.Lock()
         self.running = set()  # type: Set[bytes]
         self.running_lock = threading.Lock()
-        self.jobs = SimpleQueue() if SimpleQueue is not None else None
+        self.jobs = SimpleQueue() if SimpleQueue is not None else None  # type: Any
         self.idle = 0
         """Worker threads waiting on ``jobs`` (guarded by ``running_lock``)."""
 
@@ -128,9 +128,9 @@ class Server:
         # type: (bytes, bytes) -> None
         capper = Capper(lambda line: self.send(rid, line), 1 << 20)
         try:
-            args = json.loads(base64.b64decode(payload).decode())
+            args = json.loads(binascii.a2b_base64(payload).decode())
             capper.cap = int(args.get("cap", 1 << 20))
-            stdin = base64.b64decode(args["stdin"]) if args.get("stdin") is not None else None
+            stdin = binascii.a2b_base64(args["stdin"]) if args.get("stdin") is not None else None
             env = dict(os.environ)
             env.update(args.get("env") or {})
             env[TAG_VAR] = rid.decode()
@@ -175,7 +175,7 @@ class Server:
                 spare = self.idle > 0
                 self.idle -= spare
             if spare:
-                self.jobs.put((rid, arg))  # type: ignore[union-attr]  # idle workers imply a queue
+                self.jobs.put((rid, arg))
             else:
                 t = threading.Thread(target=self.work, args=(rid, arg))
                 t.daemon = True
