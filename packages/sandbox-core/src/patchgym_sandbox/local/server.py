@@ -25,11 +25,13 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchgym_sandbox.errors import IsolationUnavailable, SandboxLost
 from patchgym_sandbox.local import bootcode
+from patchgym_sandbox.local.ownthread import spawn_in_own_thread
 from patchgym_sandbox.remote import FrameDecoder, server_kill, server_request
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest
@@ -240,6 +242,8 @@ def launch(
     sandbox_id: str,
     log: Path,
     preexec_fn: Callable[[], None] | None = None,
+    around: Callable[[], AbstractContextManager[object]] | None = None,
+    user: int | None = None,
     pass_fds: Sequence[int] = (),
     precompiled: bool = True,
 ) -> ServerConnection:
@@ -249,8 +253,13 @@ def launch(
     gets the init's PID while bubblewrap waits (to place it in cgroups) before anything runs
     (None: ``preexec_fn`` placed bubblewrap there already, so nothing waits: ``block_fd``
     is None); ``preexec_fn`` runs in the child before bubblewrap (drops root, see
-    ``local.rootless``). ``precompiled``: the server may get its code through an inherited
-    descriptor (see :mod:`.bootcode`; runsc passes none on)."""
+    ``local.rootless``). ``around``: bubblewrap is started inside this context, entered in
+    a thread of its own (which stays its parent), and inherits what it did to that thread
+    (its cgroups, its mount namespace: see :mod:`.ownthread`); with ``user`` (a uid, also
+    the gid, no supplementary groups) instead of a ``preexec_fn`` no Python runs in the
+    child.
+    ``precompiled``: the server may get its code through an inherited descriptor (see
+    :mod:`.bootcode`; runsc passes none on)."""
     info_r, info_w = os.pipe()
     block_r, block_w = os.pipe() if on_init is not None else (None, None)
     config = json.dumps({"rlimits": dict(rlimits)})
@@ -259,16 +268,23 @@ def launch(
     blocks = (block_r,) if block_r is not None else ()
     try:
         with open(log, "wb") as err:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                env=dict(env),
-                pass_fds=(info_w, *blocks, *boot_fds, *pass_fds),
-                preexec_fn=preexec_fn,
-                start_new_session=True,
-            )
+
+            def spawn() -> subprocess.Popen[bytes]:
+                return subprocess.Popen(
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    env=dict(env),
+                    pass_fds=(info_w, *blocks, *boot_fds, *pass_fds),
+                    preexec_fn=preexec_fn,
+                    start_new_session=True,
+                    user=user,
+                    group=user,
+                    extra_groups=[] if user is not None else None,
+                )
+
+            proc = spawn() if around is None else spawn_in_own_thread(around, spawn, "pg-bwrap")
     finally:
         for fd in (info_w, *blocks):
             os.close(fd)
