@@ -24,7 +24,7 @@ file adds what only the local backend's namespace init needs:
   ``<rid> 1 <b64>`` with its output and ``<rid> E`` at its end.
 """
 
-import base64
+import binascii
 import fcntl
 import json
 import os
@@ -179,7 +179,7 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
     def open_shell(self, rid, payload):
         # type: (bytes, bytes) -> None
         """Spawn here (so the writes that follow find it), relay its pty in a thread."""
-        args = json.loads(base64.b64decode(payload).decode())
+        args = json.loads(binascii.a2b_base64(payload).decode())
         master, slave = os.openpty()
         try:
             proc = OwnedPopen(
@@ -195,7 +195,7 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
         except OSError as exc:
             os.close(master)
             msg = ("patchgym: cannot open shell: %s\n" % exc).encode()
-            self.send(rid, b"1 " + base64.b64encode(msg))
+            self.send(rid, b"1 " + binascii.b2a_base64(msg, newline=False))
             self.send(rid, b"E")
             return
         finally:
@@ -225,7 +225,7 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
                     continue
                 if not data:
                     break
-                self.send(rid, b"1 " + base64.b64encode(data))
+                self.send(rid, b"1 " + binascii.b2a_base64(data, newline=False))
         finally:
             with self.shells_lock:  # no W/I/C of this id can use the number any more
                 self.shells.pop(rid, None)
@@ -256,7 +256,7 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
         proc, master, _ = entry
         try:
             if op == b"W":
-                data = base64.b64decode(arg)
+                data = binascii.a2b_base64(arg)
                 while data:
                     data = data[os.write(master, data) :]
             elif op == b"I":

@@ -36,6 +36,19 @@ class _Pending:
         self.done: asyncio.Future[None] = loop.create_future()
 
 
+def call_on(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: object) -> None:
+    """``fn(*args)`` on ``loop``: right away when that loop is running this code (a reader
+    on the loop itself), else scheduled thread-safely (a reader thread, another loop)."""
+    try:
+        here = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+    if here is loop:
+        fn(*args)
+    else:
+        loop.call_soon_threadsafe(fn, *args)
+
+
 def _settle(fut: asyncio.Future[None], exc: BaseException | None) -> None:
     if fut.done():
         return
@@ -48,9 +61,10 @@ def _settle(fut: asyncio.Future[None], exc: BaseException | None) -> None:
 class ServerClient:
     """Demultiplexes one exec server's replies; a backend subclass owns the stream.
 
-    The subclass's reader thread passes the server's stdout to :meth:`_feed` and calls
-    :meth:`_end` when the stream ends; callers on an event loop :meth:`_register` a request
-    before sending its line. Request futures are settled on their own loop, thread-safely.
+    The subclass's reader (a thread, or a callback on an event loop) passes the server's
+    stdout to :meth:`_feed` and calls :meth:`_end` when the stream ends; callers on an event
+    loop :meth:`_register` a request before sending its line. Request futures are settled
+    on their own loop: directly by a reader on that loop, thread-safely from anywhere else.
     """
 
     def __init__(self) -> None:
@@ -64,9 +78,9 @@ class ServerClient:
         """Blocking: True once the server said READY, False if it died or timed out first."""
         return self._ready.wait(timeout) and self.alive
 
-    # -- the reader thread -------------------------------------------------------------
+    # -- the reader ----------------------------------------------------------------------
     def _feed(self, data: bytes) -> None:
-        """Bytes of the server's stdout, in order, split anywhere (reader thread only)."""
+        """Bytes of the server's stdout, in order, split anywhere (the reader only)."""
         *lines, self._partial = (self._partial + data).split(b"\n")
         for line in lines:
             self._dispatch(line)
@@ -84,7 +98,7 @@ class ServerClient:
             return
         entry.decoder.feed(frame + b"\n")
         if frame.startswith(b"X "):
-            entry.loop.call_soon_threadsafe(_settle, entry.done, None)
+            call_on(entry.loop, _settle, entry.done, None)
 
     def _end(self, why: str) -> None:
         """The stream ended: every pending request fails with ``ServerGone(why)``."""
@@ -94,7 +108,7 @@ class ServerClient:
         self._ready.set()
         for entry in pending.values():
             with contextlib.suppress(RuntimeError):  # loop closed
-                entry.loop.call_soon_threadsafe(_settle, entry.done, ServerGone(why))
+                call_on(entry.loop, _settle, entry.done, ServerGone(why))
 
     # -- callers (the event loop) ------------------------------------------------------
     def _register(self, rid: str, decoder: FrameDecoder) -> asyncio.Future[None] | None:

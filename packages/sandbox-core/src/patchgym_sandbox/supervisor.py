@@ -17,7 +17,8 @@ Remote wire format (one line per record, text-safe over any transport):
 dropped at the source, ``X <json>`` the final status.
 """
 
-import base64
+import binascii
+import errno
 import json
 import os
 import selectors
@@ -34,6 +35,11 @@ if TYPE_CHECKING:
 TOKEN_VAR = "PATCHGYM_EXEC"
 TIMEOUT_EXIT_CODE = 124
 DRAIN_AFTER_EXIT_S = 0.05
+SPAWN_RETRY_S = 2.0
+"""How long a spawn refused a process (``EAGAIN``: the sandbox's pids limit) is retried:
+the killed leftovers of the last command count until their zombies are reaped (the local
+init reaps every 0.2 s)."""
+SPAWN_RETRY_PAUSE_S = 0.005
 
 
 def _pids_with_token(var, token):
@@ -155,20 +161,29 @@ def _spawn(
 ):
     # type: (...) -> subprocess.Popen[bytes]
     """Start ``bash -c cmd`` in a session (and process group) of its own, stdin fed by a thread.
+    A spawn the pids limit refuses is retried for :data:`SPAWN_RETRY_S`.
 
     ``subprocess`` is looked up at call time: the local namespace init swaps in a shim whose
     ``Popen`` registers the child so that its reaper leaves it alone.
     """
-    proc = subprocess.Popen(
-        list(argv_prefix) + ["bash", "-c", cmd],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        preexec_fn=preexec_fn,
-    )
+    deadline = time.monotonic() + SPAWN_RETRY_S
+    while True:
+        try:
+            proc = subprocess.Popen(
+                list(argv_prefix) + ["bash", "-c", cmd],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=preexec_fn,
+            )
+            break
+        except OSError as exc:
+            if exc.errno != errno.EAGAIN or time.monotonic() > deadline:
+                raise
+            time.sleep(SPAWN_RETRY_PAUSE_S)
     if stdin is not None:
         threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
     return proc
@@ -338,14 +353,14 @@ def supervise(
 def _main():
     # type: () -> None
     """Remote entry: ``python3 - <b64 json args>`` with this file on stdin, or a path."""
-    args = json.loads(base64.b64decode(sys.argv[1]).decode())
+    args = json.loads(binascii.a2b_base64(sys.argv[1]).decode())
     cap = int(args.get("cap", 1 << 20))
     out = sys.stdout.buffer
     state = {"sent": 0, "tail": [], "tail_bytes": 0, "dropped": [0, 0, 0]}
 
     def emit(stream, data):
         # type: (int, bytes) -> None
-        out.write(b"%d %s\n" % (stream, base64.b64encode(data)))
+        out.write(b"%d %s\n" % (stream, binascii.b2a_base64(data, newline=False)))
         out.flush()
 
     def on_chunk(stream, data):
@@ -372,7 +387,7 @@ def _main():
             else:
                 tail[0] = (s, d[cut:])
 
-    stdin = base64.b64decode(args["stdin"]) if args.get("stdin") is not None else None
+    stdin = binascii.a2b_base64(args["stdin"]) if args.get("stdin") is not None else None
     env = dict(os.environ)
     env.update(args.get("env") or {})
     try:

@@ -12,6 +12,7 @@ Driver-side file operations go through :mod:`patchgym_sandbox.beneath` in both m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import posixpath
@@ -20,7 +21,7 @@ import sys
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -389,6 +390,19 @@ class LocalSandbox(Sandbox):
             if info_fd:
                 gvisor.report_pid(info_fd[0])
 
+        @contextlib.contextmanager
+        def placed_thread() -> Iterator[None]:
+            """The same, done to the launching thread (bubblewrap inherits it) where cgroup
+            v1 moves threads: no Python in the child, no global cgroup lock. The thread
+            leaves the groups once bubblewrap started (before anything reads them)."""
+            back = cgroups.enter(groups)
+            try:
+                rootless.private_mounts(sources)
+                yield
+            finally:
+                cgroups.enter(back)
+
+        threaded = uid is not None and not gvisor_mode and cgroups.threads_movable()
         etc, tmp, root, workdir = staged[0], staged[1], staged[2], self.workdir
         placed = uid is not None and not gvisor_mode
 
@@ -410,11 +424,13 @@ class LocalSandbox(Sandbox):
                 python=self._backend.python(),
                 env=self._env({}),
                 rlimits={"RLIMIT_CPU": res.cpu_time_s} if res.cpu_time_s else {},
-                # as root, preexec placed bubblewrap (so the init) in the groups already
+                # as root, preexec or prepare placed bubblewrap (so the init) in the groups already
                 on_init=None if placed else lambda pid: cgroups.add(groups, pid),
                 sandbox_id=self.id,
                 log=self._base / "isolation.log",
-                preexec_fn=preexec,
+                preexec_fn=None if threaded else preexec,
+                around=placed_thread if threaded else None,
+                user=uid if threaded else None,
                 pass_fds=(filter_fd, *loader),
                 precompiled=not gvisor_mode,
             )
@@ -426,6 +442,7 @@ class LocalSandbox(Sandbox):
             await chan.close()
         self._channels.clear()
         if self._server is not None:
+            self._server.detach()
             await run_blocking(self._server.kill)
         await run_blocking(remove_sandbox, self._backend.config.state_dir, self.id)
 

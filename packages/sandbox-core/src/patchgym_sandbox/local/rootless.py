@@ -123,11 +123,12 @@ STAGE = Path("/tmp")
 
 
 def private_mounts(sources: list[Path]) -> list[Path]:
-    """In a child before exec (still root): a mount namespace of its own with a fresh
-    tmpfs on :data:`STAGE` and each of ``sources`` bound on ``STAGE/<index>``, where the
-    unprivileged bubblewrap can reach it however deep it sits beneath directories only
-    root may enter (a state dir under ``/root``, pytest's 0700 temporary dirs). Each source
-    is opened before anything is covered. Returns the staged paths, in order."""
+    """In a child before exec, or a thread that then starts it (still root): a mount
+    namespace of its own with a fresh tmpfs on :data:`STAGE` and each of ``sources`` bound
+    on ``STAGE/<index>``, where the unprivileged bubblewrap can reach it however deep it
+    sits beneath directories only root may enter (a state dir under ``/root``, pytest's
+    0700 temporary dirs). Each source is opened before anything is covered. Returns the
+    staged paths, in order."""
     _check(_libc.unshare(CLONE_NEWNS), "unshare mount namespace")
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     fds = [os.open(src, os.O_PATH | os.O_CLOEXEC) for src in sources]  # this namespace's

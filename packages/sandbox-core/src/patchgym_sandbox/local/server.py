@@ -7,8 +7,9 @@ precompiled once per driver where the interpreter is the driver's own, see
 anything runs (as root the preexec places bubblewrap there before it starts; otherwise
 bubblewrap blocks on ``--block-fd`` until the driver has moved the init), and waits for
 ``READY``.
-:class:`ServerConnection` multiplexes commands and shells over its stdin/stdout: one
-reader thread hands frames to the waiting coroutine's loop. Killing the server's PID
+:class:`ServerConnection` multiplexes commands and shells over its stdin/stdout, whose
+replies are read on the caller's event loop (``add_reader`` on the pipe: no thread between
+the pipe and the awaiting coroutine). Killing the server's PID
 (:meth:`ServerConnection.kill`) ends every process in the sandbox at once.
 """
 
@@ -24,16 +25,18 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchgym_sandbox.errors import IsolationUnavailable, SandboxLost
 from patchgym_sandbox.local import bootcode
+from patchgym_sandbox.local.ownthread import spawn_in_own_thread
 from patchgym_sandbox.remote import FrameDecoder, server_kill, server_request
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.sandbox import ExecRequest
 from patchgym_sandbox.serve import TAG_VAR
-from patchgym_sandbox.server_client import ServerClient, ServerGone
+from patchgym_sandbox.server_client import ServerClient, ServerGone, call_on
 from patchgym_sandbox.session import ShellChannel
 
 READY_TIMEOUT_S = 30.0
@@ -55,6 +58,9 @@ class ServerConnection(ServerClient):
     def __init__(self, proc: subprocess.Popen[bytes], init_pid: int, sandbox_id: str) -> None:
         super().__init__()
         self.proc = proc
+        self._fd = proc.stdout.fileno()  # type: ignore[union-attr]  # spawned with stdout=PIPE
+        self._reader_loop: asyncio.AbstractEventLoop | None = None
+        self._reader_lock = threading.Lock()
         self.init_pid = init_pid
         """The server's PID on this machine: PID 1 of the sandbox's namespace."""
         self.sandbox_id = sandbox_id
@@ -63,8 +69,62 @@ class ServerConnection(ServerClient):
         self._ids = itertools.count()
         self._dead: str | None = None
 
-    def start_reader(self) -> None:
-        threading.Thread(target=self._read, daemon=True, name=f"pg-{self.sandbox_id}").start()
+    def read_ready(self) -> bytes:
+        """Blocking, before any request: the server's first line (``- READY <pid>``, or
+        whatever it said instead); what came after it stays for the loop's reader."""
+        buf = b""
+        while b"\n" not in buf:
+            chunk = os.read(self._fd, 4096)
+            if not chunk:
+                break
+            buf += chunk
+        line, _, self._partial = buf.partition(b"\n")
+        os.set_blocking(self._fd, False)
+        return line
+
+    def _attach(self) -> None:
+        """Read the replies on the running loop (the caller's), from now on. A loop that is
+        stopped or closed gives the pipe up to the caller's; one that still runs (in another
+        thread) keeps it and settles this caller's futures thread-safely."""
+        loop = asyncio.get_running_loop()
+        with self._reader_lock:
+            current = self._reader_loop
+            if current is loop or self._dead is not None:
+                return
+            if current is not None:
+                if current.is_running():
+                    return
+                with contextlib.suppress(RuntimeError, ValueError, OSError):
+                    current.remove_reader(self._fd)
+            loop.add_reader(self._fd, self._on_readable)
+            self._reader_loop = loop
+
+    def detach(self) -> None:
+        """Stop reading on the running loop (before the pipe is closed)."""
+        with self._reader_lock:
+            loop, self._reader_loop = self._reader_loop, None
+        if loop is not None:
+            with contextlib.suppress(RuntimeError, ValueError, OSError):
+                loop.remove_reader(self._fd)
+
+    def _on_readable(self) -> None:
+        try:
+            data = os.read(self._fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self._feed(data)
+            return
+        self.detach()
+        self._dead = (
+            f"local sandbox {self.sandbox_id} ended: its init process exited "
+            "(killed from outside, out of memory, or removed by reap)"
+        )
+        self._end(self._dead)
+        for s in list(self._shells.values()):
+            call_on(s.loop, s.channel.feed, b"")
 
     def _send(self, line: bytes) -> None:
         """Write one whole line (ending in a newline) to the server."""
@@ -98,9 +158,9 @@ class ServerConnection(ServerClient):
             return
         kind, _, data = frame.partition(b" ")
         if kind == b"1":
-            shell.channel.feed_threadsafe(shell.loop, base64.b64decode(data))
+            call_on(shell.loop, shell.channel.feed, base64.b64decode(data))
         elif kind == b"E":
-            shell.channel.feed_threadsafe(shell.loop, b"")
+            call_on(shell.loop, shell.channel.feed, b"")
 
     def _rid(self) -> str:
         return f"r{next(self._ids)}"
@@ -108,6 +168,7 @@ class ServerConnection(ServerClient):
     async def run(self, req: ExecRequest) -> ExecResult:
         rid = self._rid()
         decoder = FrameDecoder(req.max_output_bytes)
+        self._attach()
         done = self._register(rid, decoder)
         if done is None:
             raise SandboxLost(self._dead or f"local sandbox {self.sandbox_id} is gone")
@@ -127,6 +188,7 @@ class ServerConnection(ServerClient):
     async def open_shell(
         self, argv: Sequence[str], cwd: str, env: Mapping[str, str]
     ) -> ShellChannel:
+        self._attach()
         rid = self._rid().encode()
         chan = ServerShell(self, rid)
         self._shells[rid] = _Shell(asyncio.get_running_loop(), chan)
@@ -135,7 +197,8 @@ class ServerConnection(ServerClient):
         return chan
 
     def kill(self) -> None:
-        """SIGKILL the namespace's init: the kernel kills everything else in it."""
+        """SIGKILL the namespace's init: the kernel kills everything else in it (call
+        :meth:`detach` on the reading loop first)."""
         with contextlib.suppress(OSError):
             os.kill(self.init_pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
@@ -179,6 +242,8 @@ def launch(
     sandbox_id: str,
     log: Path,
     preexec_fn: Callable[[], None] | None = None,
+    around: Callable[[], AbstractContextManager[object]] | None = None,
+    user: int | None = None,
     pass_fds: Sequence[int] = (),
     precompiled: bool = True,
 ) -> ServerConnection:
@@ -188,8 +253,13 @@ def launch(
     gets the init's PID while bubblewrap waits (to place it in cgroups) before anything runs
     (None: ``preexec_fn`` placed bubblewrap there already, so nothing waits: ``block_fd``
     is None); ``preexec_fn`` runs in the child before bubblewrap (drops root, see
-    ``local.rootless``). ``precompiled``: the server may get its code through an inherited
-    descriptor (see :mod:`.bootcode`; runsc passes none on)."""
+    ``local.rootless``). ``around``: bubblewrap is started inside this context, entered in
+    a thread of its own (which stays its parent), and inherits what it did to that thread
+    (its cgroups, its mount namespace: see :mod:`.ownthread`); with ``user`` (a uid, also
+    the gid, no supplementary groups) instead of a ``preexec_fn`` no Python runs in the
+    child.
+    ``precompiled``: the server may get its code through an inherited descriptor (see
+    :mod:`.bootcode`; runsc passes none on)."""
     info_r, info_w = os.pipe()
     block_r, block_w = os.pipe() if on_init is not None else (None, None)
     config = json.dumps({"rlimits": dict(rlimits)})
@@ -198,16 +268,23 @@ def launch(
     blocks = (block_r,) if block_r is not None else ()
     try:
         with open(log, "wb") as err:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                env=dict(env),
-                pass_fds=(info_w, *blocks, *boot_fds, *pass_fds),
-                preexec_fn=preexec_fn,
-                start_new_session=True,
-            )
+
+            def spawn() -> subprocess.Popen[bytes]:
+                return subprocess.Popen(
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    env=dict(env),
+                    pass_fds=(info_w, *blocks, *boot_fds, *pass_fds),
+                    preexec_fn=preexec_fn,
+                    start_new_session=True,
+                    user=user,
+                    group=user,
+                    extra_groups=[] if user is not None else None,
+                )
+
+            proc = spawn() if around is None else spawn_in_own_thread(around, spawn, "pg-bwrap")
     finally:
         for fd in (info_w, *blocks):
             os.close(fd)
@@ -229,13 +306,12 @@ def launch(
         for fd in (info_r, *((block_w,) if block_w is not None else ())):
             os.close(fd)
     conn = ServerConnection(proc=proc, init_pid=init_pid, sandbox_id=sandbox_id)
-    line = proc.stdout.readline()  # type: ignore[union-attr]  # spawned with stdout=PIPE
+    line = conn.read_ready()
     if not line.startswith(b"- READY"):
         conn.kill()
         raise IsolationUnavailable(
             f"the in-sandbox exec server did not start ({line!r}): {_tail(log)}"
         )
-    conn.start_reader()
     return conn
 
 

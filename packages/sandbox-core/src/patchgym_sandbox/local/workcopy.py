@@ -8,10 +8,11 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
+
+from patchgym_sandbox.local.ownthread import in_own_thread
 
 MNT_DETACH = 2
 CLONE_FS = 0x200
@@ -63,23 +64,15 @@ def in_own_cwd(where: Path, fn: Callable[[], None]) -> None:
     """Run ``fn`` in a short-lived thread whose working directory alone is ``where``
     (``unshare(CLONE_FS)`` gives the thread its own; the process's never changes): relative
     mount options without a ``mount`` child process (~4 ms of fork and exec)."""
-    failure: list[BaseException] = []
 
     def run() -> None:
-        try:
-            if _libc.unshare(CLONE_FS) != 0:
-                err = ctypes.get_errno()
-                raise OSError(err, f"unshare(CLONE_FS): {os.strerror(err)}")
-            os.chdir(where)
-            fn()
-        except BaseException as exc:
-            failure.append(exc)
+        if _libc.unshare(CLONE_FS) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"unshare(CLONE_FS): {os.strerror(err)}")
+        os.chdir(where)
+        fn()
 
-    worker = threading.Thread(target=run, name="patchgym-mount")
-    worker.start()
-    worker.join()
-    if failure:
-        raise failure[0]
+    in_own_thread(run, "patchgym-mount")
 
 
 def mount_tmpfs(target: Path, size_mb: int | None) -> None:
