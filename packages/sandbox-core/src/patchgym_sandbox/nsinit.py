@@ -295,6 +295,10 @@ def main():
 
         LIBC = ctypes.CDLL(None)
         LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+        # started through the loader's memfd (local/oomguard.py), the kernel names this
+        # process after the descriptor ("17"): give `ps` and /proc/1/comm Python's name back
+        name = os.path.basename(sys.executable).encode()[:15]
+        LIBC.prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
     except Exception:
         pass
     if os.getpid() == 1:
