@@ -128,12 +128,13 @@ def tests_trainer_k8s(session: nox.Session) -> None:
 
 @nox.session(name="tests-cgroup-v2", python=PYTHON)
 def tests_cgroup_v2(session: nox.Session) -> None:
-    """The local backend's cgroup, conformance and security suites on a cgroup v2-only kernel.
+    """The local backend's cgroup tests and bwrap security suite on a cgroup v2-only kernel.
 
     This machine is cgroup v1 (hybrid); most users' hosts are v2. ci/engines/cgv2-guest.sh
-    boots Debian's kernel in qemu (KVM when it works, else TCG) with an init that mounts only
-    cgroup2, on this host's root shared read-only, and runs pytest there with this session's
-    environment; the session fails with pytest's exit status."""
+    boots Debian's kernel in qemu (KVM when it works, else TCG: this machine's KVM is PVM,
+    which runs no Debian kernel) with an init that mounts only cgroup2, on this host's root
+    shared read-only, and runs pytest there with this session's environment; the session
+    fails with pytest's exit status. Other tests: ``nox -s tests-cgroup-v2 -- -q PATHS``."""
     sync(session, "patchgym-sandbox-core", "--group", "test", "--extra", "testing")
     python = str(Path(session.virtualenv.location) / "bin" / "python")
     session.run(
