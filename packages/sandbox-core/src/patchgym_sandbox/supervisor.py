@@ -40,6 +40,8 @@ SPAWN_RETRY_S = 2.0
 the killed leftovers of the last command count until their zombies are reaped (the local
 init reaps every 0.2 s)."""
 SPAWN_RETRY_PAUSE_S = 0.005
+_DEVNULL = []  # type: List[int]
+_DEVNULL_LOCK = threading.Lock()
 
 
 def _pids_with_token(var, token):
@@ -181,7 +183,7 @@ def _spawn(
                 list(argv_prefix) + ["bash", "-c", cmd],
                 cwd=cwd,
                 env=env,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdin=subprocess.PIPE if stdin is not None else _devnull(),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
@@ -195,6 +197,16 @@ def _spawn(
     if stdin is not None:
         threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
     return proc
+
+
+def _devnull():
+    # type: () -> int
+    """A descriptor of ``/dev/null`` for the commands' stdin, opened once (close-on-exec;
+    ``subprocess.DEVNULL`` opens and closes one per command)."""
+    with _DEVNULL_LOCK:
+        if not _DEVNULL:
+            _DEVNULL.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        return _DEVNULL[0]
 
 
 def _feed(pipe, data):
@@ -214,8 +226,9 @@ def _feed(pipe, data):
 
 def _watch_output(proc):
     # type: (subprocess.Popen[bytes]) -> selectors.BaseSelector
-    """A selector over the command's stdout and stderr, each keyed by its stream number."""
-    sel = selectors.DefaultSelector()
+    """A selector over the command's stdout and stderr, each keyed by its stream number
+    (``poll``: unlike ``epoll`` it costs no descriptor and no system call to set up)."""
+    sel = selectors.PollSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, 1)  # type: ignore[arg-type]  # spawned with stdout=PIPE
     sel.register(proc.stderr, selectors.EVENT_READ, 2)  # type: ignore[arg-type]  # spawned with stderr=PIPE
     return sel
