@@ -74,14 +74,22 @@ def _own(controller: str) -> Path | None:
     mount = CGROUP_ROOT / controller
     if not (mount / "cgroup.procs").exists():
         return None
-    rel = "/"
+    rel = ""
     with contextlib.suppress(OSError):
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, names, path = line.split(":", 2)
-            if controller in names.split(","):
-                rel = path
-    base = mount / rel.lstrip("/")
+        rel = _v1_paths("/proc/self/cgroup").get(controller, "")
+    base = mount / rel
     return base if os.access(base, os.W_OK) else None
+
+
+def _v1_paths(proc_file: str) -> dict[str, str]:
+    """controller -> group path (no leading ``/``) from a ``/proc/.../cgroup`` file, whose
+    v1 lines read ``id:controller[,controller...]:path``."""
+    out: dict[str, str] = {}
+    for line in Path(proc_file).read_text().splitlines():
+        _, names, path = line.split(":", 2)
+        for name in names.split(","):
+            out[name] = path.lstrip("/")
+    return out
 
 
 def parent_for(controller: str) -> Path | None:
@@ -176,11 +184,7 @@ def enter(dirs: list[Path]) -> list[Path]:
     the kernel knows to (this machine's 6.18 does): about 0.2 ms. Elsewhere it costs what
     :func:`add` costs. Fork-time allocations of a child (its copy of the driver's page
     tables, freed at its exec) are charged to the group the thread is in."""
-    mine = {}
-    for line in Path("/proc/thread-self/cgroup").read_text().splitlines():
-        _, names, path = line.split(":", 2)
-        for name in names.split(","):
-            mine[name] = path.lstrip("/")
+    mine = _v1_paths("/proc/thread-self/cgroup")
     before = []
     for d in dirs:
         mount = d.relative_to(CGROUP_ROOT).parts[0]  # "cpu", or a joint "cpu,cpuacct"
