@@ -134,9 +134,10 @@ class Server:
             except (OSError, ValueError):  # the client went away: the end of inp follows
                 pass
 
-    def run(self, rid, payload):
-        # type: (bytes, bytes) -> None
-        """Run request ``rid``; counts this thread as a reader again before its status
+    def run(self, rid, payload, pass_turn):
+        # type: (bytes, bytes, Callable[[], None]) -> None
+        """Run request ``rid``; ``pass_turn`` (idempotent) is called once its command
+        started, or could not, and counts this thread as a reader again before its status
         goes out (the client's next request may be read by another thread first)."""
         capper = Capper(lambda line: self.send(rid, line), 1 << 20)
         try:
@@ -154,6 +155,7 @@ class Server:
                 timeout=args.get("timeout"),
                 idle_timeout=args.get("idle_timeout"),
                 stdin=stdin,
+                on_spawn=pass_turn,
             )
         except OSError as exc:  # e.g. the cwd does not exist
             capper.emit(2, ("patchgym: cannot run command: %s\n" % exc).encode())
@@ -161,6 +163,7 @@ class Server:
         except Exception as exc:  # never leave the client waiting without a status
             capper.emit(2, ("patchgym: exec server error: %r\n" % (exc,)).encode())
             status = _status(126)
+        pass_turn()
         capper.finish()
         with self.running_lock:
             self.running.discard(rid)
@@ -169,11 +172,13 @@ class Server:
 
     def follow(self):
         # type: () -> None
-        """A reading thread's life: wait for the turn, read one line, handle it; an ``R``
-        runs here once the turn passed on (a thread is started to take it if none is
-        left). The thread that reads the end of ``inp`` kills what runs and ends the server."""
+        """A reading thread's life: wait for the turn, read one line, handle it (an ``R``
+        runs here, see :meth:`take`). The thread that reads the end of ``inp`` kills what
+        runs and ends the server."""
         while True:
-            with self.read_lock:
+            self.read_lock.acquire()
+            job = None
+            try:
                 raw = b"" if self.ended else self.inp.readline()
                 if not raw:
                     if not self.ended:
@@ -181,20 +186,49 @@ class Server:
                         self.kill_running()
                         self.done.set()
                     return
-                rid, _, rest = raw.partition(b" ")
-                if not rest.startswith(b"R "):
-                    self.handle(raw)
-                    continue
-                with self.running_lock:
-                    self.running.add(rid)
-                    self.readers -= 1
-                    spare = self.readers > 0
-                    self.readers += not spare
-                if not spare:
-                    t = threading.Thread(target=self.follow)
-                    t.daemon = True
-                    t.start()
-            self.run(rid, rest[2:].rstrip(b"\r\n"))
+                job = self.take(raw)
+            finally:
+                if job is None:
+                    self.read_lock.release()
+            if job is not None:
+                self.run(*job)
+
+    def take(self, raw):
+        # type: (bytes) -> Any
+        """A line read in the turn: an ``R`` comes back as ``(rid, payload, pass_turn)`` to
+        run, still holding the turn, which passes on once its command started (a thread is
+        started then to take it if none is left: the command runs meanwhile, and the next
+        reader takes the interpreter's lock while this thread waits for the command, not
+        while it spawns it); any other line is handled here (None)."""
+        rid, _, rest = raw.partition(b" ")
+        if not rest.startswith(b"R "):
+            self.handle(raw)
+            return None
+        with self.running_lock:
+            self.running.add(rid)
+            self.readers -= 1
+            spare = self.readers > 0
+            self.readers += not spare
+        return rid, rest[2:].rstrip(b"\r\n"), self.turn_passer(spare)
+
+    def turn_passer(self, spare):
+        # type: (bool) -> Callable[[], None]
+        """The reading turn's hand-over for a request: once, release the turn and, without
+        a ``spare`` thread waiting for it, start one."""
+        held = [True]
+
+        def pass_turn():
+            # type: () -> None
+            if not held[0]:
+                return
+            held[0] = False
+            self.read_lock.release()
+            if not spare:
+                t = threading.Thread(target=self.follow)
+                t.daemon = True
+                t.start()
+
+        return pass_turn
 
     def handle(self, raw):
         # type: (bytes) -> None

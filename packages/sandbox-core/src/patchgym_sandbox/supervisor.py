@@ -170,12 +170,14 @@ def _spawn(
     stdin,  # type: Optional[bytes]
     preexec_fn,  # type: Optional[Callable[[], None]]
     argv_prefix,  # type: Tuple[str, ...]
+    on_spawn,  # type: Optional[Callable[[], None]]
 ):
     # type: (...) -> Tuple[subprocess.Popen[bytes], int, int]
     """Start ``bash -c cmd`` in a session (and process group) of its own, stdin fed by a thread;
     returns it with the read ends of its stdout and stderr pipes (plain descriptors: no file
     objects to set up and tear down). A spawn the pids limit refuses is retried for
-    :data:`SPAWN_RETRY_S`.
+    :data:`SPAWN_RETRY_S`. ``on_spawn`` is called once it started, and before each wait
+    for a retry.
 
     ``subprocess`` is looked up at call time: the local namespace init swaps in a shim whose
     ``Popen`` registers the child so that its reaper leaves it alone.
@@ -207,6 +209,8 @@ def _spawn(
                     continue
                 if exc.errno != errno.EAGAIN or time.monotonic() > deadline:
                     raise
+                if on_spawn is not None:
+                    on_spawn()
                 time.sleep(SPAWN_RETRY_PAUSE_S)
     except BaseException:
         os.close(out_r)
@@ -215,6 +219,8 @@ def _spawn(
     finally:
         os.close(out_w)
         os.close(err_w)
+    if on_spawn is not None:
+        on_spawn()
     if stdin is not None:
         threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
     return proc, out_r, err_r
@@ -386,6 +392,7 @@ def supervise(
     preexec_fn=None,  # type: Optional[Callable[[], None]]
     argv_prefix=(),  # type: Tuple[str, ...]
     token=None,  # type: Optional[str]
+    on_spawn=None,  # type: Optional[Callable[[], None]]
 ):
     # type: (...) -> Dict[str, object]
     """Run ``bash -c cmd``; stream chunks to ``on_chunk(1|2, data)``; return the status.
@@ -398,7 +405,7 @@ def supervise(
     full_env = dict(os.environ if env is None else env)
     full_env[TOKEN_VAR] = token
     start = time.monotonic()
-    proc, out_r, err_r = _spawn(cmd, full_env, cwd, stdin, preexec_fn, argv_prefix)
+    proc, out_r, err_r = _spawn(cmd, full_env, cwd, stdin, preexec_fn, argv_prefix, on_spawn)
     limits = _Limits(start, timeout, idle_timeout)
     sel = _watch_output(out_r, err_r)
     expired = _pump(proc, sel, on_chunk, limits)
