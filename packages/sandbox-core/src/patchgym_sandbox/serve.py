@@ -179,19 +179,30 @@ class Server:
             self.read_lock.acquire()
             job = None
             try:
-                raw = b"" if self.ended else self.inp.readline()
+                raw = b"" if self.ended else self.readline()
                 if not raw:
                     if not self.ended:
                         self.ended = True
                         self.kill_running()
                         self.done.set()
                     return
-                job = self.take(raw)
+                try:
+                    job = self.take(raw)
+                except Exception as exc:  # one bad line must not leave the rest unread
+                    sys.stderr.write("patchgym: exec server: line %r: %r\n" % (raw[:80], exc))
             finally:
                 if job is None:
                     self.read_lock.release()
             if job is not None:
                 self.run(*job)
+
+    def readline(self):
+        # type: () -> bytes
+        """The next line of ``inp``; empty at its end (or once it broke)."""
+        try:
+            return self.inp.readline()  # type: ignore[no-any-return]  # inp is any binary stream
+        except (OSError, ValueError):
+            return b""
 
     def take(self, raw):
         # type: (bytes) -> Any
