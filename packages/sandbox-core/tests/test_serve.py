@@ -169,3 +169,20 @@ async def test_foreground_kill_line_ends_a_job_ignoring_int_and_quit(
         assert proc.stdin is not None
         proc.stdin.close()
         proc.wait(timeout=20)
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_turn_to_read_passes_on_when_a_spawn_fails(python: str, tmp_path: Path) -> None:
+    """A request whose command cannot start still hands the reading on: the ones after it,
+    sent one at a time, are read and answered (a leaked turn would hang the server); so
+    does a line the server cannot handle (not UTF-8 where it must be)."""
+    proc = start(python, tmp_path)
+    send(proc, b"k K \xff \xfe\n")
+    for i in range(3):
+        send(proc, server_request(f"bad{i}", request("true", cwd="/nonexistent-dir")))
+        assert collect(proc, {f"bad{i}".encode()})[f"bad{i}".encode()].result().exit_code == 127
+        send(proc, server_request(f"ok{i}", request(f"echo {i}")))
+        assert collect(proc, {f"ok{i}".encode()})[f"ok{i}".encode()].result().stdout == f"{i}\n"
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=20) == 0

@@ -30,11 +30,6 @@ import os
 import sys
 import threading
 
-try:
-    from _queue import SimpleQueue  # Python 3.7+: C-implemented, imports nothing
-except ImportError:  # Python 3.6: a thread per request
-    SimpleQueue = None  # type: ignore[assignment,misc]  # checked before use
-
 TYPE_CHECKING = False  # typing costs ~2.5 ms of the sandbox's start; mypy reads it anyway
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Set, Tuple  # noqa: F401 (type comments, Python 3.6)
@@ -99,9 +94,13 @@ def _status(code):
 class Server:
     """Reads requests from ``inp``, runs each in a thread, writes tagged frames to ``out``.
 
-    A thread that finished its request waits for the next one (starting a thread per
-    request costs a command about a third of a millisecond); one is started only when
-    every thread is busy, so requests never wait for each other.
+    Leader/follower: the threads take turns reading ``inp`` (one at a time, under
+    ``read_lock``), and the one that read a request runs it itself while the next one
+    reads on, so a command starts without waking another thread (a hand-off costs it a
+    thread wake-up and a GIL hand-over). A thread that finished its request goes back to
+    waiting for its turn; one is started only when no other is left to read, so requests
+    (and kills) never wait for each other. Whichever thread reads the end of ``inp`` kills
+    every running command; :meth:`serve` (the main thread, which only waits) then returns.
     """
 
     def __init__(self, sup, inp, out):
@@ -112,26 +111,40 @@ class Server:
         self.inp = inp
         self.out = out
         self.lock = threading.Lock()
+        self.read_lock = threading.Lock()
+        self.ended = False
+        """``inp`` reached its end (set under ``read_lock``)."""
+        self.environ = dict(os.environ)
+        """The commands' base environment, as a plain dict (``os.environ`` decodes every
+        item on each copy)."""
         self.running = set()  # type: Set[bytes]
         self.running_lock = threading.Lock()
-        self.jobs = SimpleQueue() if SimpleQueue is not None else None  # type: Any
-        self.idle = 0
-        """Worker threads waiting on ``jobs`` (guarded by ``running_lock``)."""
+        self.readers = 1
+        """Threads not running a request: reading or waiting to (guarded by ``running_lock``;
+        the first one, started by :meth:`serve`, counts from the start)."""
+        self.done = threading.Event()
+        """Set once ``inp`` ended and the commands were killed: :meth:`serve` returns."""
 
     def send(self, rid, line):
         # type: (bytes, bytes) -> None
         with self.lock:
-            self.out.write(rid + b" " + line + b"\n")
-            self.out.flush()
+            try:
+                self.out.write(rid + b" " + line + b"\n")
+                self.out.flush()
+            except (OSError, ValueError):  # the client went away: the end of inp follows
+                pass
 
-    def run(self, rid, payload):
-        # type: (bytes, bytes) -> None
+    def run(self, rid, payload, pass_turn):
+        # type: (bytes, bytes, Callable[[], None]) -> None
+        """Run request ``rid``; ``pass_turn`` (idempotent) is called once its command
+        started, or could not, and counts this thread as a reader again before its status
+        goes out (the client's next request may be read by another thread first)."""
         capper = Capper(lambda line: self.send(rid, line), 1 << 20)
         try:
             args = json.loads(binascii.a2b_base64(payload).decode())
             capper.cap = int(args.get("cap", 1 << 20))
             stdin = binascii.a2b_base64(args["stdin"]) if args.get("stdin") is not None else None
-            env = dict(os.environ)
+            env = dict(self.environ)
             env.update(args.get("env") or {})
             env[TAG_VAR] = rid.decode()
             status = self.supervise(
@@ -142,6 +155,7 @@ class Server:
                 timeout=args.get("timeout"),
                 idle_timeout=args.get("idle_timeout"),
                 stdin=stdin,
+                on_spawn=pass_turn,
             )
         except OSError as exc:  # e.g. the cwd does not exist
             capper.emit(2, ("patchgym: cannot run command: %s\n" % exc).encode())
@@ -149,38 +163,90 @@ class Server:
         except Exception as exc:  # never leave the client waiting without a status
             capper.emit(2, ("patchgym: exec server error: %r\n" % (exc,)).encode())
             status = _status(126)
+        pass_turn()
         capper.finish()
-        self.send(rid, b"X " + json.dumps(status).encode())
         with self.running_lock:
             self.running.discard(rid)
+            self.readers += 1
+        self.send(rid, b"X " + json.dumps(status).encode())
 
-    def work(self, rid, payload):
-        # type: (bytes, bytes) -> None
-        """A worker thread: run its first request, then each one handed to it while idle."""
+    def follow(self):
+        # type: () -> None
+        """A reading thread's life: wait for the turn, read one line, handle it (an ``R``
+        runs here, see :meth:`take`). The thread that reads the end of ``inp`` kills what
+        runs and ends the server."""
         while True:
-            self.run(rid, payload)
-            if self.jobs is None:
+            self.read_lock.acquire()
+            job = None
+            try:
+                raw = b"" if self.ended else self.readline()
+                if not raw:
+                    if not self.ended:
+                        self.ended = True
+                        self.kill_running()
+                        self.done.set()
+                    return
+                try:
+                    job = self.take(raw)
+                except Exception as exc:  # one bad line must not leave the rest unread
+                    sys.stderr.write("patchgym: exec server: line %r: %r\n" % (raw[:80], exc))
+            finally:
+                if job is None:
+                    self.read_lock.release()
+            if job is not None:
+                self.run(*job)
+
+    def readline(self):
+        # type: () -> bytes
+        """The next line of ``inp``; empty at its end (or once it broke)."""
+        try:
+            return self.inp.readline()  # type: ignore[no-any-return]  # inp is any binary stream
+        except (OSError, ValueError):
+            return b""
+
+    def take(self, raw):
+        # type: (bytes) -> Any
+        """A line read in the turn: an ``R`` comes back as ``(rid, payload, pass_turn)`` to
+        run, still holding the turn, which passes on once its command started (a thread is
+        started then to take it if none is left: the command runs meanwhile, and the next
+        reader takes the interpreter's lock while this thread waits for the command, not
+        while it spawns it); any other line is handled here (None)."""
+        rid, _, rest = raw.partition(b" ")
+        if not rest.startswith(b"R "):
+            self.handle(raw)
+            return None
+        with self.running_lock:
+            self.running.add(rid)
+            self.readers -= 1
+            spare = self.readers > 0
+            self.readers += not spare
+        return rid, rest[2:].rstrip(b"\r\n"), self.turn_passer(spare)
+
+    def turn_passer(self, spare):
+        # type: (bool) -> Callable[[], None]
+        """The reading turn's hand-over for a request: once, release the turn and, without
+        a ``spare`` thread waiting for it, start one."""
+        held = [True]
+
+        def pass_turn():
+            # type: () -> None
+            if not held[0]:
                 return
-            with self.running_lock:
-                self.idle += 1
-            rid, payload = self.jobs.get()
+            held[0] = False
+            self.read_lock.release()
+            if not spare:
+                t = threading.Thread(target=self.follow)
+                t.daemon = True
+                t.start()
+
+        return pass_turn
 
     def handle(self, raw):
         # type: (bytes) -> None
+        """A line other than ``R``, in the reading turn."""
         rid, _, rest = raw.rstrip(b"\r\n").partition(b" ")
         op, _, arg = rest.partition(b" ")
-        if op == b"R":
-            with self.running_lock:
-                self.running.add(rid)
-                spare = self.idle > 0
-                self.idle -= spare
-            if spare:
-                self.jobs.put((rid, arg))
-            else:
-                t = threading.Thread(target=self.work, args=(rid, arg))
-                t.daemon = True
-                t.start()
-        elif op in (b"K", b"F"):
+        if op in (b"K", b"F"):
             var, _, token = arg.partition(b" ")
             args = (var.decode(), token.decode())  # type: Tuple[Any, ...]
             if op == b"K":
@@ -200,15 +266,21 @@ class Server:
             killed = 0
         self.send(rid, b"X " + json.dumps(_status(0 if killed else 1)).encode())
 
-    def serve(self):
+    def kill_running(self):
         # type: () -> None
-        self.send(b"-", b"READY %d" % os.getpid())
-        for raw in iter(self.inp.readline, b""):
-            self.handle(raw)
+        """The client went away: kill every command still running."""
         with self.running_lock:
             live = list(self.running)
         for rid in live:
             self.kill_tree(None, TAG_VAR, rid.decode())
+
+    def serve(self):
+        # type: () -> None
+        self.send(b"-", b"READY %d" % os.getpid())
+        t = threading.Thread(target=self.follow)
+        t.daemon = True
+        t.start()
+        self.done.wait()
 
 
 def load_supervisor(arg):

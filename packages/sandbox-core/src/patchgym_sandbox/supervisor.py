@@ -40,6 +40,8 @@ SPAWN_RETRY_S = 2.0
 the killed leftovers of the last command count until their zombies are reaped (the local
 init reaps every 0.2 s)."""
 SPAWN_RETRY_PAUSE_S = 0.005
+_BASH = {}  # type: Dict[str, str]
+"""Where ``bash`` is, per ``PATH`` value (see :func:`_bash`)."""
 _DEVNULL = []  # type: List[int]
 _DEVNULL_LOCK = threading.Lock()
 
@@ -168,35 +170,80 @@ def _spawn(
     stdin,  # type: Optional[bytes]
     preexec_fn,  # type: Optional[Callable[[], None]]
     argv_prefix,  # type: Tuple[str, ...]
+    on_spawn,  # type: Optional[Callable[[], None]]
 ):
-    # type: (...) -> subprocess.Popen[bytes]
-    """Start ``bash -c cmd`` in a session (and process group) of its own, stdin fed by a thread.
-    A spawn the pids limit refuses is retried for :data:`SPAWN_RETRY_S`.
+    # type: (...) -> Tuple[subprocess.Popen[bytes], int, int]
+    """Start ``bash -c cmd`` in a session (and process group) of its own, stdin fed by a thread;
+    returns it with the read ends of its stdout and stderr pipes (plain descriptors: no file
+    objects to set up and tear down). A spawn the pids limit refuses is retried for
+    :data:`SPAWN_RETRY_S`. ``on_spawn`` is called once it started, and before each wait
+    for a retry.
 
     ``subprocess`` is looked up at call time: the local namespace init swaps in a shim whose
     ``Popen`` registers the child so that its reaper leaves it alone.
     """
     deadline = time.monotonic() + SPAWN_RETRY_S
-    while True:
-        try:
-            proc = subprocess.Popen(
-                list(argv_prefix) + ["bash", "-c", cmd],
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.PIPE if stdin is not None else _devnull(),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=preexec_fn,
-            )
-            break
-        except OSError as exc:
-            if exc.errno != errno.EAGAIN or time.monotonic() > deadline:
-                raise
-            time.sleep(SPAWN_RETRY_PAUSE_S)
+    path = env.get("PATH", os.defpath)
+    bash = None if argv_prefix else _bash(path)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        while True:
+            try:
+                proc = subprocess.Popen(
+                    list(argv_prefix) + ["bash", "-c", cmd],
+                    executable=bash,
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.PIPE if stdin is not None else _devnull(),
+                    stdout=out_w,
+                    stderr=err_w,
+                    start_new_session=True,
+                    preexec_fn=preexec_fn,
+                )
+                break
+            except OSError as exc:
+                if bash is not None and exc.errno in (errno.ENOENT, errno.EACCES, errno.ENOTDIR):
+                    _BASH.pop(path, None)  # gone since it was found: look it up again
+                    bash = None
+                    continue
+                if exc.errno != errno.EAGAIN or time.monotonic() > deadline:
+                    raise
+                if on_spawn is not None:
+                    on_spawn()
+                time.sleep(SPAWN_RETRY_PAUSE_S)
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    if on_spawn is not None:
+        on_spawn()
     if stdin is not None:
         threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
-    return proc
+    return proc, out_r, err_r
+
+
+def _bash(path):
+    # type: (str) -> Optional[str]
+    """The ``bash`` that ``PATH`` value ``path`` finds, looked up once and then remembered,
+    as a shell hashes command locations (a spawn that no longer finds it looks again):
+    ``execvpe`` would otherwise try every directory before it, each try a failed
+    ``execve`` (about 0.1 ms a command with ten directories). None where a relative
+    directory comes first (it depends on the command's ``cwd``) or none has it."""
+    found = _BASH.get(path)
+    if found is not None:
+        return found
+    for d in path.split(os.pathsep):
+        if not d.startswith("/"):
+            return None
+        candidate = os.path.join(d, "bash")
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            _BASH[path] = candidate
+            return candidate
+    return None
 
 
 def _devnull():
@@ -224,13 +271,13 @@ def _feed(pipe, data):
             pass
 
 
-def _watch_output(proc):
-    # type: (subprocess.Popen[bytes]) -> selectors.BaseSelector
+def _watch_output(out_r, err_r):
+    # type: (int, int) -> selectors.BaseSelector
     """A selector over the command's stdout and stderr, each keyed by its stream number
     (``poll``: unlike ``epoll`` it costs no descriptor and no system call to set up)."""
     sel = selectors.PollSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ, 1)  # type: ignore[arg-type]  # spawned with stdout=PIPE
-    sel.register(proc.stderr, selectors.EVENT_READ, 2)  # type: ignore[arg-type]  # spawned with stderr=PIPE
+    sel.register(out_r, selectors.EVENT_READ, 1)
+    sel.register(err_r, selectors.EVENT_READ, 2)
     return sel
 
 
@@ -345,6 +392,7 @@ def supervise(
     preexec_fn=None,  # type: Optional[Callable[[], None]]
     argv_prefix=(),  # type: Tuple[str, ...]
     token=None,  # type: Optional[str]
+    on_spawn=None,  # type: Optional[Callable[[], None]]
 ):
     # type: (...) -> Dict[str, object]
     """Run ``bash -c cmd``; stream chunks to ``on_chunk(1|2, data)``; return the status.
@@ -357,17 +405,17 @@ def supervise(
     full_env = dict(os.environ if env is None else env)
     full_env[TOKEN_VAR] = token
     start = time.monotonic()
-    proc = _spawn(cmd, full_env, cwd, stdin, preexec_fn, argv_prefix)
+    proc, out_r, err_r = _spawn(cmd, full_env, cwd, stdin, preexec_fn, argv_prefix, on_spawn)
     limits = _Limits(start, timeout, idle_timeout)
-    sel = _watch_output(proc)
+    sel = _watch_output(out_r, err_r)
     expired = _pump(proc, sel, on_chunk, limits)
     if expired is None and not sel.get_map():
         expired = _wait_after_output(proc, limits)
     _kill_leftovers(proc.pid, token, forced=expired is not None or bool(sel.get_map()))
     _read_buffered(sel, on_chunk)
     sel.close()
-    proc.stdout.close()  # type: ignore[union-attr]  # spawned with stdout=PIPE
-    proc.stderr.close()  # type: ignore[union-attr]  # spawned with stderr=PIPE
+    os.close(out_r)
+    os.close(err_r)
     return _final_status(proc.wait(), expired, start)
 
 

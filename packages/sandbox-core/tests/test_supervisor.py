@@ -1,0 +1,57 @@
+"""``patchgym_sandbox.supervisor.supervise``: how it finds ``bash`` (looked up once per
+``PATH`` value, as a shell hashes commands) keeps what the command sees."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from patchgym_sandbox import supervisor
+from patchgym_sandbox.output import OutputCapture
+from patchgym_sandbox.result import ExecResult
+
+
+def run(cmd: str, path: str, cwd: str = "/") -> ExecResult:
+    capture = OutputCapture(1 << 20)
+    env = {"PATH": path, "HOME": "/tmp"}
+    return capture.result(supervisor.supervise(cmd, capture.feed, cwd=cwd, env=env, timeout=30))
+
+
+def test_argv0_stays_bash() -> None:
+    assert run('echo "$0"', os.environ["PATH"]).stdout == "bash\n"
+
+
+def test_a_bash_gone_since_it_was_found_is_looked_up_again(tmp_path: Path) -> None:
+    real = shutil.which("bash")
+    assert real is not None
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "bash").symlink_to(real)
+    path = f"{first}:{os.path.dirname(real)}"
+    assert run("echo one", path).stdout == "one\n"
+    assert supervisor._BASH[path] == str(first / "bash")
+    (first / "bash").unlink()
+    again = run("echo two", path)
+    assert (again.exit_code, again.stdout) == (0, "two\n")
+    assert run("echo three", path).stdout == "three\n"
+    assert supervisor._BASH[path] == os.path.join(os.path.dirname(real), "bash")
+
+
+def test_relative_path_entries_are_not_remembered(tmp_path: Path) -> None:
+    real = shutil.which("bash")
+    assert real is not None
+    path = f".:{os.path.dirname(real)}"
+    res = run('echo "$0"', path, cwd=str(tmp_path))
+    assert (res.exit_code, res.stdout) == (0, "bash\n")
+    assert path not in supervisor._BASH
+
+
+def test_missing_cwd_is_still_an_error() -> None:
+    capture = OutputCapture(1 << 20)
+    try:
+        supervisor.supervise("true", capture.feed, cwd="/nonexistent-dir", env=dict(os.environ))
+    except FileNotFoundError as exc:
+        assert "nonexistent-dir" in str(exc)
+    else:
+        raise AssertionError("a missing cwd must raise")
