@@ -2,8 +2,10 @@
 
     uv run python bench/rollout.py                      # concurrency 1, 8, 32, 64
     uv run python bench/rollout.py --concurrency 8 --episodes 24
+    uv run python bench/rollout.py --concurrency 8 64 --rounds 2   # a busy, shared host
 
-For each concurrency c, in the same run:
+For each concurrency c, in the same run (``--rounds`` times each, alternated floor, ours,
+ours, floor, ...; totals over the rounds):
 
 - ours: ``patchgym_agents.rollout`` with ``GoldPatchPolicy`` (sandbox per episode, the
   gold patch through the r2egym tools, grading with hidden tests, close), samples of a
@@ -75,13 +77,15 @@ class LoopLag:
             self._task.cancel()
 
 
-async def ours(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[float, int, LoopLag]:
+async def ours(
+    tasks: list[Task], c: int, episodes: int, work: Path, run_dir: Path
+) -> tuple[float, int, LoopLag]:
     samples = math.ceil(episodes / len(tasks))
     cfg = RolloutConfig(
         env=EnvConfig(sandbox={"type": "local", "state_dir": str(work / "state")}),
         samples=samples,
         concurrency=c,
-        output_dir=work / f"run-c{c}",
+        output_dir=run_dir,
         progress=False,
         resume=False,
         infra_retries=0,
@@ -102,10 +106,14 @@ PHASE_ORDER = (
 patch, staging and running the tests), without the fresh sandbox's create and close."""
 
 
-def phase_means(run_dir: Path) -> dict[str, float]:
-    """Mean seconds per environment phase over the episodes of one run, from its
+def phase_means(run_dirs: list[Path]) -> dict[str, float]:
+    """Mean seconds per environment phase over the episodes of some runs, from their
     trajectories, in :data:`PHASE_ORDER` (any other phase after)."""
-    rows = [json.loads(x) for x in (run_dir / "trajectories.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(x)
+        for run_dir in run_dirs
+        for x in (run_dir / "trajectories.jsonl").read_text().splitlines()
+    ]
     found = {k for r in rows for k in r.get("phases") or {}}
     names = [n for n in PHASE_ORDER if n in found] + sorted(found - set(PHASE_ORDER))
     return {n: sum((r.get("phases") or {}).get(n, 0.0) for r in rows) / len(rows) for n in names}
@@ -164,11 +172,25 @@ async def floor(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[f
 
 
 async def round_for(
-    c: int, episodes: int, tasks: list[Task], work: Path, phases: Table
+    c: int, episodes: int, tasks: list[Task], work: Path, phases: Table, rounds: int
 ) -> list[str]:
-    f_wall, f_n = await floor(tasks, c, episodes, work)
-    o_wall, o_n, lag = await ours(tasks, c, episodes, work)
-    means = phase_means(work / f"run-c{c}")
+    """``rounds`` runs of each side at concurrency ``c``, in the order floor, ours, ours,
+    floor, ... (a load that drifts during the rounds weighs on both sides alike)."""
+    f_wall = o_wall = 0.0
+    f_n = o_n = 0
+    lags: list[float] = []
+    run_dirs: list[Path] = []
+    for k in range(rounds):
+        for side in ("floor", "ours") if k % 2 == 0 else ("ours", "floor"):
+            if side == "floor":
+                wall, n = await floor(tasks, c, episodes, work)
+                f_wall, f_n = f_wall + wall, f_n + n
+            else:
+                run_dirs.append(work / f"run-c{c}-{k}")
+                wall, n, lag = await ours(tasks, c, episodes, work, run_dirs[-1])
+                o_wall, o_n = o_wall + wall, o_n + n
+                lags += lag.lags
+    means = phase_means(run_dirs)
     for name in means:
         if name not in [col.header for col in phases.columns]:
             phases.add_column(name)
@@ -185,7 +207,7 @@ async def round_for(
         f"{o_rate:.1f}",
         f"{f_rate:.1f}",
         f"{o_rate / f_rate:.0%}",
-        f"{pct(lag.lags, 0.5) * 1000:.1f} / {pct(lag.lags, 0.99) * 1000:.1f} ms",
+        f"{pct(lags, 0.5) * 1000:.1f} / {pct(lags, 0.99) * 1000:.1f} ms",
     ]
 
 
@@ -221,7 +243,7 @@ async def main_async(args: argparse.Namespace) -> None:
         for c in args.concurrency:
             episodes = args.episodes or max(len(tasks), c)
             console.print(f"concurrency {c}: {episodes} episodes…")
-            table.add_row(*await round_for(c, episodes, tasks, Path(tmp), phases))
+            table.add_row(*await round_for(c, episodes, tasks, Path(tmp), phases, args.rounds))
     console.print(table)
     console.print(phases)
     console.print("targets: ours/floor ≥ 90% at c=8 and c=64; loop lag p99 < 50 ms at c=64")
@@ -233,6 +255,13 @@ def main() -> None:
     )
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument("--episodes", type=int, default=None, help="default: max(one per task, c)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="runs of each side per concurrency, alternated floor/ours/ours/floor (a busy, "
+        "shared host: 2 or more)",
+    )
     asyncio.run(main_async(parser.parse_args()))
 
 
