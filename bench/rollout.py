@@ -2,18 +2,25 @@
 
     uv run python bench/rollout.py                      # concurrency 1, 8, 32, 64
     uv run python bench/rollout.py --concurrency 8 --episodes 24
+    uv run python bench/rollout.py --concurrency 8 64 --rounds 2   # a busy, shared host
 
-For each concurrency c, in the same run:
+For each concurrency c, in the same run (``--rounds`` times each, alternated floor, ours,
+ours, floor, ...; totals over the rounds):
 
 - ours: ``patchgym_agents.rollout`` with ``GoldPatchPolicy`` (sandbox per episode, the
   gold patch through the r2egym tools, grading with hidden tests, close), samples of a
   task made as one group;
 - floor: the least any harness can do for the same verdicts: ``cp -a`` the task's
   template, ``git apply`` the gold and test patches (or copy its hidden test files) and
-  run its eval script, c at once.
+  run its eval script with the task's env and the episodes' interpreter first on PATH
+  (as the local backend's sandbox spec sets it), c at once.
 
 Reported: episodes per minute of each, ours / floor, and the event-loop lag (how late a
-10 ms ``asyncio.sleep`` wakes, p50 / p99) while ours runs. Targets: ≥ 90% of the floor at
+10 ms ``asyncio.sleep`` wakes, p50 / p99) while ours runs, and where ours' episode time goes
+(mean seconds per phase, from the trajectories' phase times; ``grading_create`` /
+``grading_close`` are the fresh grading sandbox's). Run it with bytecode compiled
+(``uv sync --locked --compile-bytecode``): without it both sides compile pytest on every
+test run and the harness's own cost is hidden (it warns). Targets: ≥ 90% of the floor at
 c = 8 and c = 64, loop lag p99 < 50 ms at c = 64. Not a test: nothing here fails.
 """
 
@@ -37,6 +44,7 @@ from rich.table import Table
 from patchgym_agents import GoldPatchPolicy, RolloutConfig, rollout
 from patchgym_envs import EnvConfig, Task, bundled_tasks
 from patchgym_envs.bundled import resolve_template
+from patchgym_envs.sandboxes import local_path
 
 console = Console(width=160)
 
@@ -69,13 +77,15 @@ class LoopLag:
             self._task.cancel()
 
 
-async def ours(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[float, int, LoopLag]:
+async def ours(
+    tasks: list[Task], c: int, episodes: int, work: Path, run_dir: Path
+) -> tuple[float, int, LoopLag]:
     samples = math.ceil(episodes / len(tasks))
     cfg = RolloutConfig(
         env=EnvConfig(sandbox={"type": "local", "state_dir": str(work / "state")}),
         samples=samples,
         concurrency=c,
-        output_dir=work / f"run-c{c}",
+        output_dir=run_dir,
         progress=False,
         resume=False,
         infra_retries=0,
@@ -88,12 +98,35 @@ async def ours(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[fl
     return wall, summary.episodes, lag
 
 
-def phase_means(run_dir: Path) -> dict[str, float]:
-    """Mean seconds per environment phase (create, admission, setup, tool, grading, close)
-    over the episodes of one run, from its trajectories."""
-    rows = [json.loads(x) for x in (run_dir / "trajectories.jsonl").read_text().splitlines()]
-    names = sorted({k for r in rows for k in r.get("phases") or {}})
+PHASE_ORDER = (
+    "admission", "create", "setup", "generation", "tool", "close",
+    "grading_create", "grading", "grading_close",
+)  # fmt: skip
+"""Phase columns in an episode's order; ``grading`` is the grading work itself (taking the
+patch, staging and running the tests), without the fresh sandbox's create and close."""
+
+
+def phase_means(run_dirs: list[Path]) -> dict[str, float]:
+    """Mean seconds per environment phase over the episodes of some runs, from their
+    trajectories, in :data:`PHASE_ORDER` (any other phase after)."""
+    rows = [
+        json.loads(x)
+        for run_dir in run_dirs
+        for x in (run_dir / "trajectories.jsonl").read_text().splitlines()
+    ]
+    found = {k for r in rows for k in r.get("phases") or {}}
+    names = [n for n in PHASE_ORDER if n in found] + sorted(found - set(PHASE_ORDER))
     return {n: sum((r.get("phases") or {}).get(n, 0.0) for r in rows) / len(rows) for n in names}
+
+
+def missing_bytecode() -> bool:
+    """The interpreter both sides run the tests with has no bytecode for pytest: with the
+    tasks' ``PYTHONDONTWRITEBYTECODE=1`` every test run then compiles pytest again."""
+    import importlib.util
+
+    import pytest
+
+    return not Path(importlib.util.cache_from_source(pytest.__file__)).is_file()
 
 
 async def floor(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[float, int]:
@@ -119,7 +152,8 @@ async def floor(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[f
             + (f"cp -a {patches / (task.id + '.hidden')}/. . && " if task.hidden_files else "")
             + f"{{ {task.eval_script}\n}}; rc=$?; cd / && rm -rf {dest}; exit $rc"
         )
-        env = {**os.environ, **task.env}  # the task's own settings, as an episode applies them
+        # the task's own settings and interpreter, as an episode's sandbox spec applies them
+        env = {**os.environ, "PATH": local_path(), **task.env}
         res = subprocess.run(["bash", "-c", script], capture_output=True, timeout=900, env=env)
         assert res.returncode == 0, (task.id, res.stdout[-500:], res.stderr[-500:])
 
@@ -138,18 +172,33 @@ async def floor(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[f
 
 
 async def round_for(
-    c: int, episodes: int, tasks: list[Task], work: Path, phases: Table
+    c: int, episodes: int, tasks: list[Task], work: Path, phases: Table, rounds: int
 ) -> list[str]:
-    f_wall, f_n = await floor(tasks, c, episodes, work)
-    o_wall, o_n, lag = await ours(tasks, c, episodes, work)
-    means = phase_means(work / f"run-c{c}")
+    """``rounds`` runs of each side at concurrency ``c``, in the order floor, ours, ours,
+    floor, ... (a load that drifts during the rounds weighs on both sides alike)."""
+    f_wall = o_wall = 0.0
+    f_n = o_n = 0
+    lags: list[float] = []
+    run_dirs: list[Path] = []
+    for k in range(rounds):
+        for side in ("floor", "ours") if k % 2 == 0 else ("ours", "floor"):
+            if side == "floor":
+                wall, n = await floor(tasks, c, episodes, work)
+                f_wall, f_n = f_wall + wall, f_n + n
+            else:
+                run_dirs.append(work / f"run-c{c}-{k}")
+                wall, n, lag = await ours(tasks, c, episodes, work, run_dirs[-1])
+                o_wall, o_n = o_wall + wall, o_n + n
+                lags += lag.lags
+    means = phase_means(run_dirs)
     for name in means:
         if name not in [col.header for col in phases.columns]:
             phases.add_column(name)
     phases.add_row(
         str(c),
+        f"{f_wall * c / f_n:.2f}",
         f"{o_wall * c / o_n:.2f}",
-        *(f"{means.get(str(col.header), 0):.3f}" for col in phases.columns[2:]),
+        *(f"{means.get(str(col.header), 0):.3f}" for col in phases.columns[3:]),
     )
     f_rate, o_rate = f_n / f_wall * 60, o_n / o_wall * 60
     return [
@@ -158,7 +207,7 @@ async def round_for(
         f"{o_rate:.1f}",
         f"{f_rate:.1f}",
         f"{o_rate / f_rate:.0%}",
-        f"{pct(lag.lags, 0.5) * 1000:.1f} / {pct(lag.lags, 0.99) * 1000:.1f} ms",
+        f"{pct(lags, 0.5) * 1000:.1f} / {pct(lags, 0.99) * 1000:.1f} ms",
     ]
 
 
@@ -176,17 +225,25 @@ async def main_async(args: argparse.Namespace) -> None:
         table.add_column(col)
     phases = Table(title="ours: where an episode's time goes (mean s per episode)")
     phases.add_column("concurrency")
-    phases.add_column("wall × c / episodes")
+    phases.add_column("floor wall × c / episodes")
+    phases.add_column("ours wall × c / episodes")
     console.print(
         "floor: per episode `cp -a` of the task's template, `git apply` gold (and test patch, "
         "or copy the hidden tests), then its eval script under `bash -c` with the task's own "
-        "env (task.env), c episodes at once in threads; no sandbox, no tools, no grading parse"
+        "env (task.env) and the episodes' python first on PATH, c episodes at once in "
+        "threads; no sandbox, no tools, no grading parse"
     )
+    if missing_bytecode():
+        console.print(
+            "[yellow]warning: this interpreter's site-packages has no bytecode; both sides "
+            "then compile pytest on every test run (PYTHONDONTWRITEBYTECODE=1), which hides "
+            "the harness's own cost: run `uv sync --locked --compile-bytecode` first[/]"
+        )
     with tempfile.TemporaryDirectory(prefix="pg-bench-rollout-") as tmp:
         for c in args.concurrency:
             episodes = args.episodes or max(len(tasks), c)
             console.print(f"concurrency {c}: {episodes} episodes…")
-            table.add_row(*await round_for(c, episodes, tasks, Path(tmp), phases))
+            table.add_row(*await round_for(c, episodes, tasks, Path(tmp), phases, args.rounds))
     console.print(table)
     console.print(phases)
     console.print("targets: ours/floor ≥ 90% at c=8 and c=64; loop lag p99 < 50 ms at c=64")
@@ -198,6 +255,13 @@ def main() -> None:
     )
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument("--episodes", type=int, default=None, help="default: max(one per task, c)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="runs of each side per concurrency, alternated floor/ours/ours/floor (a busy, "
+        "shared host: 2 or more)",
+    )
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -430,9 +430,10 @@ class SWEEnv:
         assert self.task is not None and self._sandbox is not None
         self._done = True
         self._done_reason = reason
+        lifecycle: dict[str, float] = {}
+        closed_before = self.phases.totals.get("close", 0.0)
         with self.phases.phase("grading"):
-            await ensure_alive(self._sandbox)
-            git_tampered, self._patch = await clean_patch(
+            git_tampered, self._patch = await clean_patch(  # a liveness probe first
                 self._sandbox, self.task.base_commit, timeout=self.config.step_timeout_s
             )
             if self.config.grading.sandbox == "fresh":
@@ -449,9 +450,16 @@ class SWEEnv:
                     if self._idx is not None
                     else None,
                     log_path=self._log_path(),
+                    lifecycle=lifecycle,
                 )
             else:
                 verdict = await self._grade_same()
+        # phase times: the episode sandbox's close (its own phase, timed inside grading)
+        # and the fresh sandbox's create and close come out of grading's
+        closed = self.phases.totals.get("close", 0.0) - closed_before
+        self.phases.totals["grading"] = max(0.0, self.phases.totals["grading"] - closed)
+        for name, seconds in lifecycle.items():
+            self.phases.record(name, seconds, within="grading")
         if git_tampered:
             self._flags.add(grading.HackFlag.GIT_TAMPERED)
         verdict = verdict.with_flags(*self._flags)

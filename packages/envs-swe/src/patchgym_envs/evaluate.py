@@ -7,6 +7,7 @@ hidden tests.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from patchgym_envs import grading
@@ -29,6 +30,7 @@ async def evaluate_patch(
     env: EnvConfig | None = None,
     blame_patch: bool = False,
     log_path: Path | None = None,
+    lifecycle: dict[str, float] | None = None,
 ) -> Verdict:
     """Create a sandbox for ``task``, apply ``patch``, grade, close. Never leaks the sandbox.
 
@@ -41,6 +43,8 @@ async def evaluate_patch(
     lost, hidden tests that cannot be staged) is graded again without the patch, and when
     that control succeeds the failure was the patch's: RESOLVED_NO with the reason
     (:mod:`blame`). ``log_path``: keep the test log there (gzip) when the tests ran.
+    ``lifecycle``: seconds spent creating (start and setup) and closing the grading
+    sandbox are added there, as ``grading_create`` and ``grading_close`` (phase times).
     """
     if env is not None:
         updates = {"python": python or env.python, "run_id": run_id or env.run_id}
@@ -50,9 +54,12 @@ async def evaluate_patch(
     spec = await env.aspec(task, backend, rollout_id=rollout_id, grading=True)
     sandbox = backend.sandbox(spec)
     applied = False
+    times = lifecycle if lifecycle is not None else {}
+    t0 = time.monotonic()
     try:
         await sandbox.start()
         await run_setup(sandbox, task, timeout=env.setup_timeout_s)
+        _add(times, "grading_create", time.monotonic() - t0)
         applied, output = await apply_patch(sandbox, patch)
         if not applied:
             return Verdict(
@@ -74,10 +81,16 @@ async def evaluate_patch(
             return Verdict.infra(f"{type(exc).__name__}: {exc}")
         verdict = Verdict.infra(f"{type(exc).__name__}: {exc}")
     finally:
+        t0 = time.monotonic()
         await sandbox.close()
+        _add(times, "grading_close", time.monotonic() - t0)
     if verdict.infra_error is None or not blame_patch or not patch.strip():
         return verdict
     return await _control(task, verdict, backend, python=python, run_id=run_id, env=env)
+
+
+def _add(times: dict[str, float], name: str, seconds: float) -> None:
+    times[name] = times.get(name, 0.0) + seconds
 
 
 async def _control(

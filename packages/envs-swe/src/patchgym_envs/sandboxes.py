@@ -18,7 +18,14 @@ from patchgym_envs.bundled import TEMPLATE_PREFIX, resolve_template
 from patchgym_envs.errors import SetupFailed
 from patchgym_envs.grading import CLEAN_CONFIG, GIT, TAMPERED, tampered
 from patchgym_envs.task import Task
-from patchgym_sandbox import Resources, Sandbox, SandboxBackend, SandboxLost, SandboxSpec
+from patchgym_sandbox import (
+    ExecResult,
+    Resources,
+    Sandbox,
+    SandboxBackend,
+    SandboxLost,
+    SandboxSpec,
+)
 
 DEFAULT_RESOURCES = Resources(memory_mb=4096, pids=1024, disk_mb=4096)
 """What an episode's sandbox may use unless the env config says otherwise: 4 GiB of
@@ -148,10 +155,14 @@ async def ensure_alive(sandbox: Sandbox) -> None:
     """
     res = await sandbox.exec(f"echo {PROBE}", timeout=60)
     if res.stdout.strip() != PROBE:
-        raise SandboxLost(
-            f"sandbox {sandbox.id} did not answer the liveness probe (exit {res.exit_code}): "
-            f"{res.output.strip()[-300:]}"
-        )
+        raise _lost(sandbox, res)
+
+
+def _lost(sandbox: Sandbox, res: ExecResult) -> SandboxLost:
+    return SandboxLost(
+        f"sandbox {sandbox.id} did not answer the liveness probe (exit {res.exit_code}): "
+        f"{res.output.strip()[-300:]}"
+    )
 
 
 async def apply_patch(sandbox: Sandbox, patch: str) -> tuple[bool, str]:
@@ -193,18 +204,24 @@ async def current_patch(sandbox: Sandbox, base_commit: str | None = None, *, tim
 async def clean_patch(
     sandbox: Sandbox, base_commit: str | None = None, *, timeout: float
 ) -> tuple[bool, str]:
-    """Reset the repository's git config to its format keys, then take
-    :func:`current_patch`, in one exec: (tampered, patch).
+    """Check the sandbox is alive (as :func:`ensure_alive`), reset the repository's git
+    config to its format keys, then take :func:`current_patch`, in one exec:
+    (tampered, patch).
 
-    ``tampered``: the config carried commands (filters, hooks, ``diff.external``,
-    fsmonitor ...), a hack flag. The reset runs first, so the agent's config can neither
-    run code nor decide which diff is extracted.
+    A sandbox that does not answer the liveness line first raises :class:`SandboxLost`
+    (never an empty patch graded 0). ``tampered``: the config carried commands (filters,
+    hooks, ``diff.external``, fsmonitor ...), a hack flag. The reset runs first, so the
+    agent's config can neither run code nor decide which diff is extracted.
     """
     res = await sandbox.exec(
-        f"( {CLEAN_CONFIG} ) </dev/null\n{_diff_command(base_commit)}", timeout=timeout
+        f"echo {PROBE}\n( {CLEAN_CONFIG} ) </dev/null\n{_diff_command(base_commit)}",
+        timeout=timeout,
     )
-    _, marker, rest = res.stdout.partition(f"{TAMPERED}=")
+    alive, newline, stdout = res.stdout.partition("\n")
+    if alive != PROBE or not newline:
+        raise _lost(sandbox, res)
+    _, marker, rest = stdout.partition(f"{TAMPERED}=")
     if not marker:  # not a repository: CLEAN_CONFIG printed nothing
-        return False, res.stdout
+        return False, stdout
     state, _, patch = rest.partition("\n")
     return tampered(marker + state), patch

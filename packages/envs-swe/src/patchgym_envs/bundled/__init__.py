@@ -30,8 +30,19 @@ IMAGE_REPO = "patchgym-bundled"
 
 def bundled_names() -> list[str]:
     """Names of the bundled tasks, sorted."""
-    return sorted(
-        c.name for c in tasks_root().iterdir() if c.is_dir() and c.joinpath("task.json").is_file()
+    return list(_names())
+
+
+@cache
+def _names() -> tuple[str, ...]:
+    """The package's task folders, listed once: package data does not change while the
+    process runs, and every episode's sandbox spec resolves its template through this."""
+    return tuple(
+        sorted(
+            c.name
+            for c in tasks_root().iterdir()
+            if c.is_dir() and c.joinpath("task.json").is_file()
+        )
     )
 
 
@@ -112,7 +123,7 @@ def resolve_template(template: str | None) -> str | None:
     if template is None or not template.startswith(TEMPLATE_PREFIX):
         return template
     name = template[len(TEMPLATE_PREFIX) :]
-    if name not in bundled_names():
+    if name not in _names():
         raise UnknownTaskError(f"no bundled task {name!r} — bundled: {', '.join(bundled_names())}")
     path, _ = materialise(name)
     return str(path)

@@ -132,12 +132,17 @@ async def read_lines(
     return lines, cut
 
 
-async def check_editable(ctx: ToolContext, real: str) -> None:
-    """Refuse to read a file whole for editing when it is over :data:`MAX_EDIT_BYTES`."""
-    info = await probe(ctx, real)
-    refuse_special(ctx, real, info)
-    if info.kind == "file" and info.size > MAX_EDIT_BYTES:
+async def read_editable(ctx: ToolContext, real: str) -> str:
+    """The whole file, for editing: one read capped at :data:`MAX_EDIT_BYTES` (a larger
+    file, a folder or a special file is refused with a :class:`ToolError` that says why)."""
+    try:
+        data = await ctx.sandbox.read_file(real, max_bytes=MAX_EDIT_BYTES)
+    except FileTooLarge as exc:
+        size = f"{exc.size} bytes, " if exc.size is not None else ""
         raise ToolError(
-            f"{ctx.shown(real)} is {info.size} bytes, over the {MAX_EDIT_BYTES}-byte limit of "
-            "the editing tools; view a range of it, or change it with a shell command (sed)"
-        )
+            f"{ctx.shown(real)} is {size}over the {MAX_EDIT_BYTES}-byte limit of the editing "
+            "tools; view a range of it, or change it with a shell command (sed)"
+        ) from None
+    except FILE_REFUSALS as exc:
+        raise refusal(ctx, real, exc) from None
+    return data.decode("utf-8", errors="replace")

@@ -289,7 +289,7 @@ class Edit(Tool):
         updated = "\n".join(updated_lines) + ("\n" if trailing or updated_lines else "")
         if updated == old:
             return "No change: the new code is identical to the replaced lines."
-        await write_text(ctx, real, updated)
+        await write_text(ctx, real, updated, previous=old)
         if (pdb := pdb_state(ctx)) is not None:
             pdb.shift(ctx.relative(real), start, end, len(new_lines))
         rel = ctx.relative(real)

@@ -15,9 +15,8 @@ from patchgym_envs.tools.base import Tool, ToolError, ToolParam, ToolSpec
 from patchgym_envs.tools.bounded import (
     FILE_REFUSALS,
     MAX_EDIT_BYTES,
-    check_editable,
     probe,
-    read_capped,
+    read_editable,
     read_lines,
     refusal,
     refuse_special,
@@ -37,9 +36,7 @@ def numbered(text: str, start: int = 1) -> str:
 
 async def read_text(ctx: ToolContext, real: str) -> str:
     """The whole file, for editing (refused past ``MAX_EDIT_BYTES``, see ``bounded``)."""
-    await check_editable(ctx, real)
-    data = await read_capped(ctx, real, MAX_EDIT_BYTES)
-    return data.decode("utf-8", errors="replace")
+    return await read_editable(ctx, real)
 
 
 async def is_dir(ctx: ToolContext, real: str) -> bool:
@@ -54,8 +51,19 @@ async def exists(ctx: ToolContext, real: str) -> bool:
     return res.exit_code == 0
 
 
-async def write_text(ctx: ToolContext, real: str, content: str, *, remember: bool = True) -> None:
-    if remember:
+async def write_text(
+    ctx: ToolContext,
+    real: str,
+    content: str,
+    *,
+    remember: bool = True,
+    previous: str | None = None,
+) -> None:
+    """Write ``content``; with ``remember``, the file's text before (``previous`` when the
+    caller just read it, else read now) goes on its undo stack."""
+    if remember and previous is not None:
+        ctx.history.setdefault(real, []).append(previous)
+    elif remember:
         try:
             data = await ctx.sandbox.read_file(real, max_bytes=MAX_EDIT_BYTES)
             old: str | None = data.decode("utf-8", errors="replace")
@@ -161,7 +169,7 @@ class Editor:
             )
         at = content.index(old)
         updated = content.replace(old, new, 1)
-        await write_text(ctx, real, updated)
+        await write_text(ctx, real, updated, previous=content)
         line = content.count("\n", 0, at) + 1
         return (
             f"The file {ctx.shown(real)} has been edited. Here's a snippet of the edited section:\n"
@@ -181,7 +189,7 @@ class Editor:
         new_lines = text.split("\n")
         updated_lines = lines[:line] + new_lines + lines[line:]
         updated = "\n".join(updated_lines) + ("\n" if trailing or not content else "")
-        await write_text(ctx, real, updated)
+        await write_text(ctx, real, updated, previous=content)
         return (
             f"The file {ctx.shown(real)} has been edited. Here's a snippet of the edited section:\n"
             f"{snippet(updated, line + 1, len(new_lines) - 1)}\n"
