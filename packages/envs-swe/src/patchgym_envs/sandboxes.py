@@ -17,6 +17,7 @@ from patchgym_envs import rowpaths
 from patchgym_envs.bundled import TEMPLATE_PREFIX, resolve_template
 from patchgym_envs.errors import SetupFailed
 from patchgym_envs.grading import CLEAN_CONFIG, GIT, TAMPERED, tampered
+from patchgym_envs.runnerbytecode import compile_runner
 from patchgym_envs.task import Task
 from patchgym_sandbox import Resources, Sandbox, SandboxBackend, SandboxLost, SandboxSpec
 
@@ -57,6 +58,12 @@ def local_path(python: str | None = None) -> str:
     """PATH for local sandboxes: the interpreter's folder, then the host PATH."""
     folder = os.path.dirname(os.path.abspath(python or sys.executable))
     return folder + os.pathsep + os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+
+
+def borrows_this_interpreter(python: str | None) -> bool:
+    """Local sandboxes given ``python`` run this process's interpreter (and its pytest)."""
+    here = os.path.dirname(os.path.abspath(sys.executable))
+    return python is None or os.path.dirname(os.path.abspath(python)) == here
 
 
 def local_mounts(task: Task, roots: Sequence[Path]) -> list[str]:
@@ -106,6 +113,8 @@ def spec_for(
     roots = rowpaths.data_roots(data_roots) if local else []
     if local:
         env.setdefault("PATH", local_path(python))
+        if borrows_this_interpreter(python):
+            compile_runner()  # once per process: see patchgym_envs.runnerbytecode
         template = local_template(task, roots)
     else:  # other backends start from the image; a template is a local folder
         template = None if (task.template or "").startswith(TEMPLATE_PREFIX) else task.template
