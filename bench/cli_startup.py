@@ -99,9 +99,9 @@ def main() -> None:
     print(f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
     if missing := uncompiled():
         print(
-            f"WARNING: {missing} modules of the venv have no bytecode: every process compiles "
-            "what it imports (the sandboxed pytest runs too, at each grading): about 0.6 s CPU "
-            "of each validate's start and 0.2 s of each grading. `uv sync --locked "
+            f"WARNING: {missing} modules of the venv have no bytecode: every command compiles "
+            "what it imports again, about 0.6 s CPU of each validate's start (the sandboxes' "
+            "pytest is compiled by patchgym_envs.runnerbytecode). `uv sync --locked "
             "--compile-bytecode` (README) writes it once."
         )
     times: dict[str, list[float]] = {}
