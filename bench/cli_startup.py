@@ -11,6 +11,10 @@ hits all of them alike). Baselines, measured in the same run:
   everything but the evaluations (imports, Hydra compose, backend, dataset, report), so
   ``validate`` minus it is the sandboxes' and tests' share.
 
+A venv without bytecode (``uv sync`` without ``--compile-bytecode``, as uv does by default,
+with ``PYTHONDONTWRITEBYTECODE`` set so Python never writes it) makes every command compile
+its imports again: the bench says so before it measures.
+
 ``--uv`` adds the same through ``uv run`` (what the README tells a newcomer to type) with
 ``uv run python -c pass`` as its floor. Targets (issue 28.4): ``validate`` <= 5 s on the 6
 bundled tasks, ``--help`` <= 0.3 s. The load average (``uptime``) is printed before and
@@ -58,6 +62,17 @@ def pyc_count() -> int:
     return sum(1 for _ in site.rglob("*.pyc"))
 
 
+def uncompiled() -> int:
+    """Modules under the venv's lib with no bytecode beside them (compiled at each import)."""
+    site = Path(sys.prefix) / "lib"
+    tag = sys.implementation.cache_tag
+    return sum(
+        1
+        for py in site.rglob("*.py")
+        if not (py.parent / "__pycache__" / f"{py.stem}.{tag}.pyc").is_file()
+    )
+
+
 def commands(out: Path, use_uv: bool) -> dict[str, list[str]]:
     py, pg = str(BIN / "python"), str(BIN / "patchgym")
     cmds = {
@@ -82,6 +97,13 @@ def main() -> None:
     print(f"load before: {load()}")
     print(f"python {sys.version.split()[0]}, {pyc_count()} .pyc files under {sys.prefix}/lib")
     print(f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
+    if missing := uncompiled():
+        print(
+            f"WARNING: {missing} modules of the venv have no bytecode: every command compiles "
+            "what it imports again, about 0.6 s CPU of each validate's start (the sandboxes' "
+            "pytest is compiled by patchgym_envs.runnerbytecode). `uv sync --locked "
+            "--compile-bytecode` (README) writes it once."
+        )
     times: dict[str, list[float]] = {}
     cpus: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="patchgym-bench-cli-") as tmp:

@@ -17,6 +17,7 @@ from patchgym_envs import rowpaths
 from patchgym_envs.bundled import TEMPLATE_PREFIX, resolve_template
 from patchgym_envs.errors import SetupFailed
 from patchgym_envs.grading import CLEAN_CONFIG, GIT, TAMPERED, tampered
+from patchgym_envs.runnerbytecode import compile_runner
 from patchgym_envs.task import Task
 from patchgym_sandbox import (
     ExecResult,
@@ -66,6 +67,12 @@ def local_path(python: str | None = None) -> str:
     return folder + os.pathsep + os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
 
 
+def borrows_this_interpreter(python: str | None) -> bool:
+    """Local sandboxes given ``python`` run this process's interpreter (and its pytest)."""
+    here = os.path.dirname(os.path.abspath(sys.executable))
+    return python is None or os.path.dirname(os.path.abspath(python)) == here
+
+
 def local_mounts(task: Task, roots: Sequence[Path]) -> list[str]:
     """A locally built task's environment and the interpreter it runs from (``patchgym
     datasets build-local``); the environment must lie beneath a data root (``rowpaths``)."""
@@ -113,6 +120,8 @@ def spec_for(
     roots = rowpaths.data_roots(data_roots) if local else []
     if local:
         env.setdefault("PATH", local_path(python))
+        if borrows_this_interpreter(python):
+            compile_runner()  # once per process: see patchgym_envs.runnerbytecode
         template = local_template(task, roots)
     else:  # other backends start from the image; a template is a local folder
         template = None if (task.template or "").startswith(TEMPLATE_PREFIX) else task.template

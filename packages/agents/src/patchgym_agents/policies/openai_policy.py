@@ -8,6 +8,10 @@ logged. Other 4xx (a prompt over the context length, a bad parameter) are not
 retried: :class:`PolicyError` with the server's message, or
 :class:`ContextLengthExceeded` when the prompt no longer fits the context window. Retries exhausted:
 :class:`PolicyUnavailable` (the runner counts the episode as infra-failed).
+
+The ``openai`` client is imported when a policy is made, not with this module: its
+import costs about half a second, which every ``patchgym`` command would pay through
+``import patchgym_agents`` (the trainer's schema reads :mod:`patchgym_agents.defaults`).
 """
 
 from __future__ import annotations
@@ -15,9 +19,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 from pydantic import BaseModel, ConfigDict, Field
 
 from patchgym_agents.defaults import MODEL_RETRIES, MODEL_TIMEOUT_S, TEMPERATURE
@@ -31,6 +34,9 @@ from patchgym_agents.policies.base import (
 from patchgym_agents.types import ModelReply, Usage
 from patchgym_sandbox.retry import Retry, RetryPolicy
 
+if TYPE_CHECKING:
+    import openai
+
 log = logging.getLogger(__name__)
 
 _CONTEXT = re.compile(
@@ -38,16 +44,21 @@ _CONTEXT = re.compile(
     r"input is too long|exceeds the (?:model's )?max",
     re.IGNORECASE,
 )
-_TRANSIENT = (
-    openai.RateLimitError,
-    openai.InternalServerError,
-    openai.APITimeoutError,
-    openai.APIConnectionError,
-)
+
+
+def _transient_errors() -> tuple[type[Exception], ...]:
+    import openai
+
+    return (
+        openai.RateLimitError,
+        openai.InternalServerError,
+        openai.APITimeoutError,
+        openai.APIConnectionError,
+    )
 
 
 def _transient(exc: BaseException) -> bool:
-    return isinstance(exc, _TRANSIENT)
+    return isinstance(exc, _transient_errors())
 
 
 class Sampling(BaseModel):
@@ -79,6 +90,8 @@ class OpenAIPolicy(Policy):
         backoff_max_s: float = 60.0,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
+        import openai
+
         self.model = model
         self.sampling = (
             sampling if isinstance(sampling, Sampling) else Sampling.model_validate(sampling or {})
@@ -113,11 +126,14 @@ class OpenAIPolicy(Policy):
         if tools:
             kwargs["tools"] = tools
             kwargs["tool_choice"] = "auto"
+        import openai
+
+        transient = _transient_errors()
         start = time.monotonic()
         retry = Retry(self.retry, when=_transient, what=f"model call to {self.model}")
         try:
             resp = await retry.acall(self._client.chat.completions.create, **kwargs)
-        except _TRANSIENT as exc:
+        except transient as exc:
             raise PolicyUnavailable(
                 f"{self.model} at {self._client.base_url}: {type(exc).__name__} after "
                 f"{retry.attempts} attempts: {exc}"
