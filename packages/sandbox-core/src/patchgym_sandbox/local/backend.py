@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from contextlib import nullcontext
 import logging
 import os
 import posixpath
@@ -393,16 +394,20 @@ class LocalSandbox(Sandbox):
         @contextlib.contextmanager
         def placed_thread() -> Iterator[None]:
             """The same, done to the launching thread (bubblewrap inherits it) where cgroup
-            v1 moves threads: no Python in the child, no global cgroup lock. The thread
-            leaves the groups once bubblewrap started (before anything reads them)."""
+            v1 moves threads: no Python in the child, no global cgroup lock, and (where the
+            thread can take the sandbox's uid itself) a ``vfork``, not a copy of the driver.
+            The thread leaves the groups once bubblewrap started (before anything reads
+            them)."""
             back = cgroups.enter(groups)
             try:
                 rootless.private_mounts(sources)
-                yield
+                with rootless.thread_identity(uid) if thread_uid is not None else nullcontext():
+                    yield
             finally:
                 cgroups.enter(back)
 
         threaded = uid is not None and not gvisor_mode and cgroups.threads_movable()
+        thread_uid = uid if threaded and rootless.thread_identity_supported() else None
         etc, tmp, root, workdir = staged[0], staged[1], staged[2], self.workdir
         placed = uid is not None and not gvisor_mode
 
@@ -430,7 +435,7 @@ class LocalSandbox(Sandbox):
                 log=self._base / "isolation.log",
                 preexec_fn=None if threaded else preexec,
                 around=placed_thread if threaded else None,
-                user=uid if threaded else None,
+                user=uid if threaded and thread_uid is None else None,
                 pass_fds=(filter_fd, *loader),
                 precompiled=not gvisor_mode,
             )
