@@ -47,6 +47,8 @@ MOVE_MOUNT_F_EMPTY_PATH = 0x4
 CLONE_NEWNS = 0x20000
 MS_REC, MS_PRIVATE, MS_BIND, MS_RDONLY, MS_REMOUNT = 0x4000, 0x40000, 0x1000, 0x1, 0x20
 
+_DUMPABLE = _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
+"""This process's dumpable flag before any :func:`thread_identity` changed it."""
 _userns_lock = threading.Lock()
 _userns_fds: dict[int, int] = {}
 
@@ -197,11 +199,10 @@ def thread_identity(uid: int = SANDBOX_UID) -> Iterator[None]:
     Python then starts the child with ``vfork``: it refuses to for ``Popen(user=...)``,
     whose ``fork`` copies the driver's page tables (~6 ms for a 120 MB driver).
 
-    The saved ids stay 0 so the thread can return; a change of effective id makes the
-    kernel mark the whole process non-dumpable, which is restored on the way back. Only
-    for a dedicated thread (see :mod:`.ownthread`)."""
+    The saved ids stay 0 so the thread can return; a change of effective id
+    makes the kernel mark the whole process non-dumpable, which is undone on the way back.
+    Only for a dedicated thread (see :mod:`.ownthread`)."""
     machine = os.uname().machine
-    dumpable = _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
     groups, uids, gids = os.getgroups(), os.getresuid(), os.getresgid()
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL: none to clear
     _setgroups_thread([])
@@ -217,5 +218,5 @@ def thread_identity(uid: int = SANDBOX_UID) -> Iterator[None]:
             _check(_libc.syscall(SYS_SETRESGID[machine], *gids), "setresgid back")
     finally:
         _setgroups_thread(groups)
-        if dumpable > 0:
-            _libc.prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0)
+        if _DUMPABLE > 0:  # the last thread back restores it (each change resets it)
+            _libc.prctl(PR_SET_DUMPABLE, _DUMPABLE, 0, 0, 0)
