@@ -311,9 +311,9 @@ def _newest_job(sid):
 
 def harden():
     # type: () -> None
-    """Non-dumpable, and (as PID 1) reaping orphans: in a thread of its own, which the
-    server joins before it handles its first request (nothing runs in the sandbox before
-    that), while READY already went out (ctypes costs ~1.5 ms of the sandbox's start)."""
+    """Non-dumpable: in a thread of its own, which the server joins before it handles its
+    first request (nothing runs in the sandbox before that), while READY already went out
+    (ctypes costs ~1.5 ms of the sandbox's start)."""
     global LIBC
     try:
         import ctypes
@@ -322,10 +322,6 @@ def harden():
         LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
     except Exception:
         pass
-    if os.getpid() == 1:
-        t = threading.Thread(target=reap_orphans)
-        t.daemon = True
-        t.start()
 
 
 def name_process():
@@ -346,6 +342,9 @@ def main():
         # Python's own SIGINT handler would let `kill -INT 1` from inside end the sandbox;
         # the kernel drops a default-action signal sent to a namespace's init from inside
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        t = threading.Thread(target=reap_orphans)
+        t.daemon = True
+        t.start()
     InitServer(hardening).serve()
 
 
