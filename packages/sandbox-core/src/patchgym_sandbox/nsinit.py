@@ -13,11 +13,10 @@ file adds what only the local backend's namespace init needs:
   inside), and killing it from outside takes the whole namespace down;
 - it reaps orphans, never a child that ``supervise`` waits for (those are registered under
   a lock as they are spawned);
-- it makes itself non-dumpable (before it handles its first request: ``harden``), so
-  commands (root, but without capabilities) cannot open its pipes through ``/proc/1/fd``
-  to forge replies; started by the driver's execute-only loader (``local/oomguard.py``),
-  its ``/proc`` files belong to this machine's root, so nothing inside can raise its
-  ``oom_score_adj`` either;
+- it makes itself non-dumpable, so commands (root, but without capabilities) cannot open
+  its pipes through ``/proc/1/fd`` to forge replies; started by the driver's execute-only
+  loader (``local/oomguard.py``), its ``/proc`` files belong to this machine's root, so
+  nothing inside can raise its ``oom_score_adj`` either;
 - it applies the sandbox's rlimits (``cpu_time_s``) to every command;
 - it serves shells on a pty. Extra wire operations, beside ``R`` and ``K``:
   ``<rid> S <b64 json {"argv", "cwd", "env"}>`` open a shell, ``<rid> W <b64>`` write to it,
@@ -38,7 +37,7 @@ import types
 
 TYPE_CHECKING = False  # typing costs ~2.5 ms of the sandbox's start; mypy reads it anyway
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple  # noqa: F401 (type comments, Python 3.6)
+    from typing import Any, Dict, List, Tuple  # noqa: F401 (type comments, Python 3.6)
 
 
 def _code(src, name):
@@ -173,19 +172,14 @@ _Server = SERVE["Server"]  # type: Any
 class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib socketserver glue
     """The shared server loop plus shells on a pty."""
 
-    def __init__(self, hardening):
-        # type: (threading.Thread) -> None
+    def __init__(self):
+        # type: () -> None
         super().__init__(SUP, sys.stdin.buffer, sys.stdout.buffer)
-        self.hardening = hardening  # type: Optional[threading.Thread]
         self.shells = {}  # type: Dict[bytes, Tuple[subprocess.Popen[bytes], int, threading.Event]]
         self.shells_lock = threading.Lock()
 
     def handle(self, raw):
         # type: (bytes) -> None
-        if self.hardening is not None:  # the first request: nothing ran before it
-            self.hardening.join()
-            self.hardening = None
-            name_process()
         rid, _, rest = raw.rstrip(b"\r\n").partition(b" ")
         op, _, arg = rest.partition(b" ")
         if op == b"S":
@@ -309,35 +303,20 @@ def _newest_job(sid):
     return newest
 
 
-def harden():
+def main():
     # type: () -> None
-    """Non-dumpable: in a thread of its own, which the server joins before it handles its
-    first request (nothing runs in the sandbox before that), while READY already went out
-    (ctypes costs ~1.5 ms of the sandbox's start)."""
     global LIBC
     try:
         import ctypes
 
         LIBC = ctypes.CDLL(None)
         LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+        # started through the loader's memfd (local/oomguard.py), the kernel names this
+        # process after the descriptor ("17"): give `ps` and /proc/1/comm Python's name back
+        name = os.path.basename(sys.executable).encode()[:15]
+        LIBC.prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
     except Exception:
         pass
-
-
-def name_process():
-    # type: () -> None
-    """On the main thread (PR_SET_NAME names the calling thread), after :func:`harden`:
-    started through the loader's memfd (local/oomguard.py), the kernel names this process
-    after the descriptor ("17"); give `ps` and /proc/1/comm Python's name back."""
-    if LIBC is not None:
-        LIBC.prctl(15, os.path.basename(sys.executable).encode()[:15], 0, 0, 0)
-
-
-def main():
-    # type: () -> None
-    hardening = threading.Thread(target=harden)
-    hardening.daemon = True
-    hardening.start()
     if os.getpid() == 1:
         # Python's own SIGINT handler would let `kill -INT 1` from inside end the sandbox;
         # the kernel drops a default-action signal sent to a namespace's init from inside
@@ -345,7 +324,7 @@ def main():
         t = threading.Thread(target=reap_orphans)
         t.daemon = True
         t.start()
-    InitServer(hardening).serve()
+    InitServer().serve()
 
 
 main()

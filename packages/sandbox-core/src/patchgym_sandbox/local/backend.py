@@ -403,8 +403,7 @@ class LocalSandbox(Sandbox):
             back = cgroups.enter(groups)
             try:
                 rootless.private_mounts(sources)
-                same = nullcontext()
-                with same if thread_uid is None else rootless.thread_identity(thread_uid):
+                with rootless.thread_identity(uid) if thread_uid is not None else nullcontext():
                     yield
             finally:
                 cgroups.enter(back)
