@@ -403,7 +403,8 @@ class LocalSandbox(Sandbox):
             back = cgroups.enter(groups)
             try:
                 rootless.private_mounts(sources)
-                with rootless.thread_identity(uid) if thread_uid is not None else nullcontext():
+                same = nullcontext()
+                with same if thread_uid is None else rootless.thread_identity(thread_uid):
                     yield
             finally:
                 cgroups.enter(back)
