@@ -25,22 +25,19 @@ file adds what only the local backend's namespace init needs:
 """
 
 import binascii
-import fcntl
 import json
 import os
-import resource
 import select
 import signal
 import subprocess
 import sys
-import termios
 import threading
 import time
 import types
 
 TYPE_CHECKING = False  # typing costs ~2.5 ms of the sandbox's start; mypy reads it anyway
 if TYPE_CHECKING:
-    from typing import Any, Dict, Tuple  # noqa: F401 (type comments, Python 3.6)
+    from typing import Any, Dict, List, Tuple  # noqa: F401 (type comments, Python 3.6)
 
 
 def _code(src, name):
@@ -54,7 +51,21 @@ SERVE = {"__name__": "patchgym_serve"}  # type: Dict[str, Any]
 exec(_code(sys.argv[1], "patchgym_serve"), SERVE)
 SUP = SERVE["load_supervisor"](sys.argv[2])  # type: Dict[str, Any]
 CONFIG = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}  # type: Dict[str, Any]
-LIMITS = [(getattr(resource, k), int(v)) for k, v in (CONFIG.get("rlimits") or {}).items()]
+
+
+def _rlimits(cfg):
+    # type: (Dict[str, Any]) -> List[Tuple[Any, int, int]]
+    """``(setrlimit, which, value)`` of each configured rlimit: ``resource`` is imported
+    only when there is one (a shared library less to load before READY otherwise), never
+    in a child."""
+    if not cfg:
+        return []
+    import resource
+
+    return [(resource.setrlimit, getattr(resource, k), int(v)) for k, v in cfg.items()]
+
+
+LIMITS = _rlimits(CONFIG.get("rlimits") or {})
 SPAWN_LOCK = threading.Lock()
 OWNED = {}  # type: Dict[int, subprocess.Popen[bytes]]
 LIBC = None  # type: Any
@@ -85,8 +96,8 @@ def apply_limits():
                 fh.write("0")
         except OSError:
             pass
-    for which, value in LIMITS:
-        resource.setrlimit(which, (value, value))
+    for setrlimit, which, value in LIMITS:
+        setrlimit(which, (value, value))
 
 
 def limits_needed():
@@ -147,9 +158,11 @@ def reap_orphans():
                         pass
 
 
-def _take_tty():
-    # type: () -> None
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+def _take_tty(ioctl, request):
+    # type: (Any, int) -> None
+    """In a shell's child: the pty as its controlling terminal (``fcntl`` and ``termios``
+    imported by the parent: only shells need them, and never an import in a child)."""
+    ioctl(0, request, 0)
     apply_limits()
 
 
@@ -179,6 +192,9 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
     def open_shell(self, rid, payload):
         # type: (bytes, bytes) -> None
         """Spawn here (so the writes that follow find it), relay its pty in a thread."""
+        import fcntl
+        import termios
+
         args = json.loads(binascii.a2b_base64(payload).decode())
         master, slave = os.openpty()
         try:
@@ -190,7 +206,7 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
                 cwd=args.get("cwd"),
                 env=args.get("env"),
                 start_new_session=True,
-                preexec_fn=_take_tty,
+                preexec_fn=lambda: _take_tty(fcntl.ioctl, termios.TIOCSCTTY),
             )
         except OSError as exc:
             os.close(master)

@@ -23,6 +23,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -305,16 +306,16 @@ class LocalSandbox(Sandbox):
         state_dir = self._backend.config.state_dir
         self._base.mkdir(parents=True)
         rec = records.Record(id=self.id, root=str(self._root), labels=self.spec.all_labels(self.id))
-        records.write(state_dir, rec)
         uid = self._backend.sandbox_uid
         disk_mb = self.spec.resources.disk_mb if self._isolated else None
         space = self._base
         if disk_mb or uid is not None:  # a tmpfs: /tmp's mount names no host path
             space = self._base / "disk"
+            rec.mounts.append(str(space))  # recorded before it exists: removal skips it then
+        records.write(state_dir, rec)
+        if space != self._base:
             space.mkdir()
             workcopy.mount_tmpfs(space, disk_mb)
-            rec.mounts.append(str(space))
-            records.write(state_dir, rec)
             self._tmp = space / "tmp"
         for d in (self._tmp, self._base / "home"):
             d.mkdir()
@@ -345,12 +346,14 @@ class LocalSandbox(Sandbox):
             rec.snapshot = str(self._snapshot.path)
             for name, mine in (("tmp", self._tmp), ("home", self._base / "home")):
                 workcopy.copy_tree(self._snapshot.part(name), mine)
-        records.write(state_dir, rec)
-        if self._isolated:
-            groups = self._groups = cgroups.create(self.id, self.spec.resources)
-            rec.cgroups = [str(g) for g in groups]
+        try:
+            if self._isolated:
+                self._groups = cgroups.create(self.id, self.spec.resources)
+                rec.cgroups = [str(g) for g in self._groups]
+        finally:  # one write for the mounts, the snapshot and the groups, whatever failed
             records.write(state_dir, rec)
-            self._server = self._launch(groups)
+        if self._isolated:
+            self._server = self._launch(self._groups)
             oomguard.protect(self._server.init_pid)
 
     def _lowers(self, template: Path | None) -> list[Path]:
@@ -393,16 +396,21 @@ class LocalSandbox(Sandbox):
         @contextlib.contextmanager
         def placed_thread() -> Iterator[None]:
             """The same, done to the launching thread (bubblewrap inherits it) where cgroup
-            v1 moves threads: no Python in the child, no global cgroup lock. The thread
-            leaves the groups once bubblewrap started (before anything reads them)."""
+            v1 moves threads: no Python in the child, no global cgroup lock, and (where the
+            thread can take the sandbox's uid itself) a ``vfork``, not a copy of the driver.
+            The thread leaves the groups once bubblewrap started (before anything reads
+            them)."""
             back = cgroups.enter(groups)
             try:
                 rootless.private_mounts(sources)
-                yield
+                same = nullcontext()
+                with same if thread_uid is None else rootless.thread_identity(thread_uid):
+                    yield
             finally:
                 cgroups.enter(back)
 
         threaded = uid is not None and not gvisor_mode and cgroups.threads_movable()
+        thread_uid = uid if threaded and rootless.thread_identity_supported() else None
         etc, tmp, root, workdir = staged[0], staged[1], staged[2], self.workdir
         placed = uid is not None and not gvisor_mode
 
@@ -430,7 +438,7 @@ class LocalSandbox(Sandbox):
                 log=self._base / "isolation.log",
                 preexec_fn=None if threaded else preexec,
                 around=placed_thread if threaded else None,
-                user=uid if threaded else None,
+                user=uid if threaded and thread_uid is None else None,
                 pass_fds=(filter_fd, *loader),
                 precompiled=not gvisor_mode,
             )
@@ -443,8 +451,14 @@ class LocalSandbox(Sandbox):
         self._channels.clear()
         if self._server is not None:
             self._server.detach()
-            await run_blocking(self._server.kill)
-        await run_blocking(remove_sandbox, self._backend.config.state_dir, self.id)
+        await run_blocking(self._teardown)
+
+    def _teardown(self) -> None:
+        """Kill the server (everything in the namespace), then remove the rest: one
+        thread hop for both."""
+        if self._server is not None:
+            self._server.kill()
+        remove_sandbox(self._backend.config.state_dir, self.id)
 
     async def _fork(self, spec: SandboxSpec, n: int) -> list[Sandbox]:
         """Children over one copy of this sandbox's writable state (see ``local.forks``)."""

@@ -35,6 +35,10 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 SYS_OPEN_TREE, SYS_MOVE_MOUNT, SYS_MOUNT_SETATTR = 428, 429, 442  # asm-generic: every arch
 SYS_SETGROUPS = {"x86_64": 116, "aarch64": 159}
+SYS_SETRESUID = {"x86_64": 117, "aarch64": 147}
+SYS_SETRESGID = {"x86_64": 119, "aarch64": 149}
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 AT_FDCWD, AT_EMPTY_PATH, AT_RECURSIVE = -100, 0x1000, 0x8000
 OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC = 1, 0o2000000
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 0x1, 0x2, 0x4
@@ -43,6 +47,8 @@ MOVE_MOUNT_F_EMPTY_PATH = 0x4
 CLONE_NEWNS = 0x20000
 MS_REC, MS_PRIVATE, MS_BIND, MS_RDONLY, MS_REMOUNT = 0x4000, 0x40000, 0x1000, 0x1, 0x20
 
+_DUMPABLE = _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
+"""This process's dumpable flag before any :func:`thread_identity` changed it."""
 _userns_lock = threading.Lock()
 _userns_fds: dict[int, int] = {}
 
@@ -177,3 +183,40 @@ def as_user(uid: int | None) -> Iterator[None]:
         _libc.setfsuid(0)
         _libc.setfsgid(0)
         _setgroups_thread(groups)
+
+
+def thread_identity_supported() -> bool:
+    """Whether :func:`thread_identity` works here (a root driver on a known architecture)."""
+    return os.geteuid() == 0 and os.uname().machine in SYS_SETRESUID
+
+
+@contextlib.contextmanager
+def thread_identity(uid: int = SANDBOX_UID) -> Iterator[None]:
+    """This thread alone becomes ``uid`` (also its gid, no supplementary groups, no ambient
+    capabilities) for the block, then root again: what it starts meanwhile is ``uid`` for
+    good (``exec`` sets the saved ids to the effective ones, and a non-root exec without
+    file capabilities keeps none), exactly as :func:`become` in the child would make it.
+    Python then starts the child with ``vfork``: it refuses to for ``Popen(user=...)``,
+    whose ``fork`` copies the driver's page tables (~6 ms for a 120 MB driver).
+
+    The saved ids stay 0 so the thread can return; a change of effective id
+    makes the kernel mark the whole process non-dumpable, which is undone on the way back.
+    Only for a dedicated thread (see :mod:`.ownthread`)."""
+    machine = os.uname().machine
+    groups, uids, gids = os.getgroups(), os.getresuid(), os.getresgid()
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL: none to clear
+    _setgroups_thread([])
+    try:
+        _check(_libc.syscall(SYS_SETRESGID[machine], uid, uid, 0), "setresgid")
+        try:
+            _check(_libc.syscall(SYS_SETRESUID[machine], uid, uid, 0), "setresuid")
+            try:
+                yield
+            finally:
+                _check(_libc.syscall(SYS_SETRESUID[machine], *uids), "setresuid back")
+        finally:
+            _check(_libc.syscall(SYS_SETRESGID[machine], *gids), "setresgid back")
+    finally:
+        _setgroups_thread(groups)
+        if _DUMPABLE > 0:  # the last thread back restores it (each change resets it)
+            _libc.prctl(PR_SET_DUMPABLE, _DUMPABLE, 0, 0, 0)
