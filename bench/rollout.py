@@ -13,7 +13,9 @@ ours, floor, ...; totals over the rounds):
 - floor: the least any harness can do for the same verdicts: ``cp -a`` the task's
   template, ``git apply`` the gold and test patches (or copy its hidden test files) and
   run its eval script with the task's env and the episodes' interpreter first on PATH
-  (as the local backend's sandbox spec sets it), c at once.
+  (as the local backend's sandbox spec sets it), c at once; as root, in a cpu cgroup
+  beside the sandboxes' under their parent, so a busy host's scheduler weighs both
+  sides alike (the sandboxes' parent weighs one process per CPU against the rest).
 
 Reported: episodes per minute of each, ours / floor, and the event-loop lag (how late a
 10 ms ``asyncio.sleep`` wakes, p50 / p99) while ours runs, and where ours' episode time goes
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -45,6 +48,7 @@ from patchgym_agents import GoldPatchPolicy, RolloutConfig, rollout
 from patchgym_envs import EnvConfig, Task, bundled_tasks
 from patchgym_envs.bundled import resolve_template
 from patchgym_envs.sandboxes import local_path
+from patchgym_sandbox.local import cgroup_layout, cgroups
 
 console = Console(width=160)
 
@@ -129,6 +133,25 @@ def missing_bytecode() -> bool:
     return not Path(importlib.util.cache_from_source(pytest.__file__)).is_file()
 
 
+def floor_group() -> tuple[Path | None, str]:
+    """Where the floor's commands run: a group beside the sandboxes' own, under the same
+    parent, so that on a busy host the scheduler weighs both sides alike (the sandboxes'
+    parent counts as one default process per CPU against the rest of the machine, see
+    ``patchgym_sandbox.local.cgroup_layout``). The file the floor writes ``0`` to (itself)."""
+    parent = cgroups.parent_for("cpu")
+    if parent is None or os.geteuid() != 0:
+        return None, "no writable cpu cgroup here: the floor runs at the machine's default weight"
+    group = parent / "bench-rollout-floor"
+    try:
+        group.mkdir(parents=True, exist_ok=True)
+        if cgroups.layout().version != "v2":
+            cgroup_layout.share_cpu(parent / "cpu.shares", cgroup_layout.V1_SHARES_PER_CPU, 262_144)
+    except OSError as exc:
+        return None, f"cannot make {group} ({exc}): the floor runs at the machine's default weight"
+    member = group / ("cgroup.procs" if cgroups.layout().version == "v2" else "tasks")
+    return member, f"the floor runs in {group}, beside the sandboxes' groups under one parent"
+
+
 async def floor(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[float, int]:
     samples = math.ceil(episodes / len(tasks))
     sem = asyncio.Semaphore(c)
@@ -142,11 +165,15 @@ async def floor(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[f
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
 
+    group, _ = floor_group()  # made again each time: a sandbox sweep may remove it when empty
+    enter = f"echo 0 > {shlex.quote(str(group))} && " if group is not None else ""
+
     def episode(task: Task, k: int) -> None:
         assert task.template is not None
         dest = work / f"floor-c{c}-{task.id}-{k}"
         script = (
-            f"cp -a {shlex.quote(str(resolve_template(task.template)))} {dest} && cd {dest} && "
+            enter
+            + f"cp -a {shlex.quote(str(resolve_template(task.template)))} {dest} && cd {dest} && "
             f"git apply {patches / (task.id + '.gold')} && "
             + (f"git apply {patches / (task.id + '.test')} && " if task.test_patch.strip() else "")
             + (f"cp -a {patches / (task.id + '.hidden')}/. . && " if task.hidden_files else "")
@@ -168,6 +195,9 @@ async def floor(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[f
         await asyncio.gather(*(one(t, k) for t in tasks for k in range(samples)))
     finally:
         pool.shutdown()
+        if group is not None:
+            with contextlib.suppress(OSError):
+                group.parent.rmdir()
     return time.perf_counter() - t0, samples * len(tasks)
 
 
@@ -231,7 +261,7 @@ async def main_async(args: argparse.Namespace) -> None:
         "floor: per episode `cp -a` of the task's template, `git apply` gold (and test patch, "
         "or copy the hidden tests), then its eval script under `bash -c` with the task's own "
         "env (task.env) and the episodes' python first on PATH, c episodes at once in "
-        "threads; no sandbox, no tools, no grading parse"
+        "threads; no sandbox, no tools, no grading parse; " + floor_group()[1]
     )
     if missing_bytecode():
         console.print(
