@@ -20,7 +20,10 @@ ours, floor, ...; totals over the rounds):
 Reported: episodes per minute of each, ours / floor, and the event-loop lag (how late a
 10 ms ``asyncio.sleep`` wakes, p50 / p99) while ours runs, and where ours' episode time goes
 (mean seconds per phase, from the trajectories' phase times; ``grading_create`` /
-``grading_close`` are the fresh grading sandbox's). Run it with bytecode compiled
+``grading_close`` are the fresh grading sandbox's), beside each side's CPU seconds per
+episode (the whole machine's busy time around the side's runs, ``/proc/stat``: on a quiet
+machine, what the side and everything it started used; on a full one, throughput follows
+it). Run it with bytecode compiled
 (``uv sync --locked --compile-bytecode``): without it both sides compile pytest on every
 test run and the harness's own cost is hidden (it warns). Targets: ≥ 90% of the floor at
 c = 8 and c = 64, loop lag p99 < 50 ms at c = 64. Not a test: nothing here fails.
@@ -50,7 +53,7 @@ from patchgym_envs.bundled import resolve_template
 from patchgym_envs.sandboxes import local_path
 from patchgym_sandbox.local import cgroup_layout, cgroups
 
-console = Console(width=160)
+console = Console(width=200)
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -121,6 +124,15 @@ def phase_means(run_dirs: list[Path]) -> dict[str, float]:
     found = {k for r in rows for k in r.get("phases") or {}}
     names = [n for n in PHASE_ORDER if n in found] + sorted(found - set(PHASE_ORDER))
     return {n: sum((r.get("phases") or {}).get(n, 0.0) for r in rows) / len(rows) for n in names}
+
+
+def machine_cpu_s() -> float:
+    """Seconds of CPU this machine has been busy (every process, from ``/proc/stat``): a
+    side's share is the difference around its run, on an otherwise quiet machine."""
+    with open("/proc/stat") as fh:
+        ticks = [int(x) for x in fh.readline().split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle, iowait (then irq, softirq; steal is not ours)
+    return (sum(ticks[:7]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def missing_bytecode() -> bool:
@@ -206,19 +218,20 @@ async def round_for(
 ) -> list[str]:
     """``rounds`` runs of each side at concurrency ``c``, in the order floor, ours, ours,
     floor, ... (a load that drifts during the rounds weighs on both sides alike)."""
-    f_wall = o_wall = 0.0
+    f_wall = o_wall = f_cpu = o_cpu = 0.0
     f_n = o_n = 0
     lags: list[float] = []
     run_dirs: list[Path] = []
     for k in range(rounds):
         for side in ("floor", "ours") if k % 2 == 0 else ("ours", "floor"):
+            busy = machine_cpu_s()
             if side == "floor":
                 wall, n = await floor(tasks, c, episodes, work)
-                f_wall, f_n = f_wall + wall, f_n + n
+                f_wall, f_n, f_cpu = f_wall + wall, f_n + n, f_cpu + machine_cpu_s() - busy
             else:
                 run_dirs.append(work / f"run-c{c}-{k}")
                 wall, n, lag = await ours(tasks, c, episodes, work, run_dirs[-1])
-                o_wall, o_n = o_wall + wall, o_n + n
+                o_wall, o_n, o_cpu = o_wall + wall, o_n + n, o_cpu + machine_cpu_s() - busy
                 lags += lag.lags
     means = phase_means(run_dirs)
     for name in means:
@@ -228,7 +241,9 @@ async def round_for(
         str(c),
         f"{f_wall * c / f_n:.2f}",
         f"{o_wall * c / o_n:.2f}",
-        *(f"{means.get(str(col.header), 0):.3f}" for col in phases.columns[3:]),
+        f"{f_cpu / f_n:.3f}",
+        f"{o_cpu / o_n:.3f}",
+        *(f"{means.get(str(col.header), 0):.3f}" for col in phases.columns[5:]),
     )
     f_rate, o_rate = f_n / f_wall * 60, o_n / o_wall * 60
     return [
@@ -257,6 +272,8 @@ async def main_async(args: argparse.Namespace) -> None:
     phases.add_column("concurrency")
     phases.add_column("floor wall × c / episodes")
     phases.add_column("ours wall × c / episodes")
+    phases.add_column("floor CPU s/ep")
+    phases.add_column("ours CPU s/ep")
     console.print(
         "floor: per episode `cp -a` of the task's template, `git apply` gold (and test patch, "
         "or copy the hidden tests), then its eval script under `bash -c` with the task's own "
