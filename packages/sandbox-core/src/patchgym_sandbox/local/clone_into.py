@@ -33,7 +33,7 @@ CLONE_INTO_CGROUP = 0x200000000
 F_SETFD = 2
 _libc = ctypes.PyDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
-_PARAMS = list(inspect.signature(subprocess.Popen._execute_child).parameters)[1:]
+_PARAMS = list(inspect.signature(subprocess.Popen._execute_child).parameters)[1:]  # type: ignore[attr-defined]  # private, POSIX only
 
 
 class _CloneArgs(ctypes.Structure):
@@ -159,8 +159,8 @@ class CgroupPopen(subprocess.Popen):  # type: ignore[type-arg]
             failed = os.read(err_r, 4)
         finally:
             os.close(err_r)
-            self._close_pipe_fds(p["p2cread"], p["p2cwrite"], p["c2pread"], p["c2pwrite"],
-                                 p["errread"], p["errwrite"])  # fmt: skip
+            pipes = ("p2cread", "p2cwrite", "c2pread", "c2pwrite", "errread", "errwrite")
+            self._close_pipe_fds(*(p[name] for name in pipes))  # type: ignore[attr-defined]  # Popen's own
         if len(failed) == 4:
             os.waitpid(pid, 0)
             self.returncode = 127
