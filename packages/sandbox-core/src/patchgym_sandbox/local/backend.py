@@ -32,7 +32,16 @@ from patchgym_sandbox import beneath, seccomp
 from patchgym_sandbox import labels as L
 from patchgym_sandbox.backend import PrepareReport, SandboxBackend, SandboxInfo
 from patchgym_sandbox.errors import ConfigError, IsolationUnavailable, SandboxLost
-from patchgym_sandbox.local import cgroups, forks, gvisor, oomguard, records, rootless, workcopy
+from patchgym_sandbox.local import (
+    cgroups,
+    clone_into,
+    forks,
+    gvisor,
+    oomguard,
+    records,
+    rootless,
+    workcopy,
+)
 from patchgym_sandbox.local.config import LocalConfig
 from patchgym_sandbox.local.isolation import (
     bwrap_argv,
@@ -411,6 +420,19 @@ class LocalSandbox(Sandbox):
 
         threaded = uid is not None and not gvisor_mode and cgroups.threads_movable()
         thread_uid = uid if threaded and rootless.thread_identity_supported() else None
+        # cgroup v2: born in its group (clone3), no cgroup.procs write after the start
+        born_in = (
+            uid is not None and not gvisor_mode and not threaded and len(groups) == 1
+            and clone_into.supported() and rootless.thread_identity_supported()
+        )  # fmt: skip
+
+        @contextlib.contextmanager
+        def identity_thread() -> Iterator[None]:
+            """The launching thread's own staging mounts; the child is born in the sandbox's
+            group and takes the sandbox's uid before its exec (:mod:`.clone_into`)."""
+            rootless.private_mounts(sources)
+            yield
+
         etc, tmp, root, workdir = staged[0], staged[1], staged[2], self.workdir
         placed = uid is not None and not gvisor_mode
 
@@ -436,8 +458,10 @@ class LocalSandbox(Sandbox):
                 on_init=None if placed else lambda pid: cgroups.add(groups, pid),
                 sandbox_id=self.id,
                 log=self._base / "isolation.log",
-                preexec_fn=None if threaded else preexec,
-                around=placed_thread if threaded else None,
+                preexec_fn=None if threaded or born_in else preexec,
+                around=placed_thread if threaded else identity_thread if born_in else None,
+                cgroup_dir=groups[0] if born_in else None,
+                born_uid=uid if born_in else None,
                 user=uid if threaded and thread_uid is None else None,
                 pass_fds=(filter_fd, *loader),
                 precompiled=not gvisor_mode,

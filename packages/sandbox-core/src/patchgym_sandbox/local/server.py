@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchgym_sandbox.errors import IsolationUnavailable, SandboxLost
-from patchgym_sandbox.local import bootcode
+from patchgym_sandbox.local import bootcode, clone_into
 from patchgym_sandbox.local.ownthread import spawn_in_own_thread
 from patchgym_sandbox.remote import FrameDecoder, server_kill, server_request
 from patchgym_sandbox.result import ExecResult
@@ -246,6 +246,8 @@ def launch(
     user: int | None = None,
     pass_fds: Sequence[int] = (),
     precompiled: bool = True,
+    cgroup_dir: Path | None = None,
+    born_uid: int | None = None,
 ) -> ServerConnection:
     """Start the sandbox. ``argv_for(info_fd, block_fd, command)`` is the whole argv running
     ``command`` (the exec server) in the sandbox, speaking bubblewrap's info/block fd
@@ -270,6 +272,22 @@ def launch(
         with open(log, "wb") as err:
 
             def spawn() -> subprocess.Popen[bytes]:
+                if cgroup_dir is not None:  # born in the group (cgroup v2), see .clone_into
+                    group = os.open(cgroup_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                    try:
+                        return clone_into.CgroupPopen(
+                            argv,
+                            stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE,
+                            stderr=err,
+                            env=dict(env),
+                            pass_fds=(info_w, *blocks, *boot_fds, *pass_fds),
+                            start_new_session=True,
+                            cgroup_fd=group,
+                            uid=born_uid,
+                        )
+                    finally:
+                        os.close(group)
                 return subprocess.Popen(
                     argv,
                     stdin=subprocess.PIPE,
