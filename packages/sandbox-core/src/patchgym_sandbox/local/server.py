@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchgym_sandbox.errors import IsolationUnavailable, SandboxLost
 from patchgym_sandbox.local import bootcode, clone_into
@@ -272,34 +273,27 @@ def launch(
         with open(log, "wb") as err:
 
             def spawn() -> subprocess.Popen[bytes]:
+                common: dict[str, Any] = {
+                    "stdin": subprocess.PIPE,
+                    "stdout": subprocess.PIPE,
+                    "stderr": err,
+                    "env": dict(env),
+                    "pass_fds": (info_w, *blocks, *boot_fds, *pass_fds),
+                    "start_new_session": True,
+                }
                 if cgroup_dir is not None:  # born in the group (cgroup v2), see .clone_into
                     group = os.open(cgroup_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
                     try:
-                        return clone_into.CgroupPopen(
-                            argv,
-                            stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE,
-                            stderr=err,
-                            env=dict(env),
-                            pass_fds=(info_w, *blocks, *boot_fds, *pass_fds),
-                            start_new_session=True,
-                            cgroup_fd=group,
-                            uid=born_uid,
-                        )
+                        return clone_into.CgroupPopen(argv, cgroup_fd=group, uid=born_uid, **common)
                     finally:
                         os.close(group)
                 return subprocess.Popen(
                     argv,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=err,
-                    env=dict(env),
-                    pass_fds=(info_w, *blocks, *boot_fds, *pass_fds),
                     preexec_fn=preexec_fn,
-                    start_new_session=True,
                     user=user,
                     group=user,
                     extra_groups=[] if user is not None else None,
+                    **common,
                 )
 
             proc = spawn() if around is None else spawn_in_own_thread(around, spawn, "pg-bwrap")
