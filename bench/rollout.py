@@ -154,13 +154,14 @@ def floor_group() -> tuple[Path | None, str]:
     if parent is None or os.geteuid() != 0:
         return None, "no writable cpu cgroup here: the floor runs at the machine's default weight"
     group = parent / "bench-rollout-floor"
+    v2 = cgroups.layout().version == "v2"
     try:
         group.mkdir(parents=True, exist_ok=True)
-        if cgroups.layout().version != "v2":
+        if not v2:
             cgroup_layout.share_cpu(parent / "cpu.shares", cgroup_layout.V1_SHARES_PER_CPU, 262_144)
     except OSError as exc:
         return None, f"cannot make {group} ({exc}): the floor runs at the machine's default weight"
-    member = group / ("cgroup.procs" if cgroups.layout().version == "v2" else "tasks")
+    member = group / ("cgroup.procs" if v2 else "tasks")
     return member, f"the floor runs in {group}, beside the sandboxes' groups under one parent"
 
 

@@ -427,7 +427,7 @@ class LocalSandbox(Sandbox):
         )  # fmt: skip
 
         @contextlib.contextmanager
-        def identity_thread() -> Iterator[None]:
+        def staging_thread() -> Iterator[None]:
             """The launching thread's own staging mounts; the child is born in the sandbox's
             group and takes the sandbox's uid before its exec (:mod:`.clone_into`)."""
             rootless.private_mounts(sources)
@@ -459,7 +459,7 @@ class LocalSandbox(Sandbox):
                 sandbox_id=self.id,
                 log=self._base / "isolation.log",
                 preexec_fn=None if threaded or born_in else preexec,
-                around=placed_thread if threaded else identity_thread if born_in else None,
+                around=placed_thread if threaded else staging_thread if born_in else None,
                 cgroup_dir=groups[0] if born_in else None,
                 born_uid=uid if born_in else None,
                 user=uid if threaded and thread_uid is None else None,

@@ -6,9 +6,9 @@ period (tens of ms, one create at a time). A child born in its group takes that 
 for reading. Python has no ``clone3``: :class:`CgroupPopen` is a :class:`subprocess.Popen`
 whose child is made by the raw system call (through :class:`ctypes.PyDLL`, so the calling
 thread keeps the interpreter's lock across it) and then makes nothing but prepared ctypes
-calls (``dup2``, ``fcntl``, ``close_range``, ``setsid``, ``signal``, ``execve``, ``_exit``)
-with arguments built before the clone: no allocation by the C library, no lock another
-thread could hold, the collector off.
+calls (``dup2``, ``fcntl``, ``close_range``, ``setsid``, ``setgroups``/``setresgid``/
+``setresuid``, ``signal``, ``execve``, ``_exit``) with arguments built before the clone:
+no allocation by the C library, no lock another thread could hold, the collector off.
 
 Needs Linux >= 5.9 (``close_range``; ``CLONE_INTO_CGROUP`` is 5.7) on x86-64 or arm64;
 :func:`supported` says whether to use it.
@@ -66,7 +66,9 @@ class CgroupPopen(subprocess.Popen):  # type: ignore[type-arg]
     Supports what :func:`patchgym_sandbox.local.server.launch` uses: an argv list, ``env``,
     ``stdin``/``stdout``/``stderr`` (pipes or descriptors above 2), ``pass_fds``,
     ``start_new_session``; not ``preexec_fn``, ``cwd``, ``user``/``group``, ``shell`` or
-    text mode (the child's identity is the calling thread's, see ``rootless``)."""
+    text mode. ``uid``: the child drops to that uid and gid, with no supplementary groups,
+    before its exec (the caller stays root, which ``CLONE_INTO_CGROUP`` needs to write the
+    group); without it, the child keeps the calling thread's identity."""
 
     def __init__(self, *args: Any, cgroup_fd: int, uid: int | None = None, **kwargs: Any) -> None:
         self._cgroup_fd = cgroup_fd
@@ -133,15 +135,12 @@ class CgroupPopen(subprocess.Popen):  # type: ignore[type-arg]
                     syscall(c_long(SYS_CLOSE_RANGE), c_int(lo), ctypes.c_uint(hi), c_int(0))
                 if new_session:
                     setsid()
-                failed_drop = False
-                for nr, a, b, c in drops:  # the sandbox's uid for good (root until here)
-                    if syscall(c_long(nr), c_long(a), c_long(b), c_long(c)) != 0:
-                        failed_drop = True
-                        break
-                if restore and not failed_drop:
-                    sigfn(sigpipe, sig_dfl)
-                    sigfn(sigxfsz, sig_dfl)
-                if not failed_drop:
+                # the sandbox's uid for good (root until here); the first failure stops it
+                if all(syscall(c_long(n), c_long(a), c_long(b), c_long(c)) == 0
+                       for n, a, b, c in drops):  # fmt: skip
+                    if restore:
+                        sigfn(sigpipe, sig_dfl)
+                        sigfn(sigxfsz, sig_dfl)
                     execve(path, c_argv, c_envp)
                 errno_box.value = ctypes.get_errno()
                 write(c_int(err_w), byref(errno_box), c_int(4))
