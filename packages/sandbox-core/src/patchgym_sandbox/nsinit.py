@@ -24,16 +24,13 @@ file adds what only the local backend's namespace init needs:
   ``<rid> 1 <b64>`` with its output and ``<rid> E`` at its end.
 """
 
+import _signal  # type: ignore[import-not-found]  # signal's C half (no stub): signal imports enum
+import _thread
 import binascii
-import json
 import os
 import select
-import signal
-import subprocess
 import sys
-import threading
 import time
-import types
 
 TYPE_CHECKING = False  # typing costs ~2.5 ms of the sandbox's start; mypy reads it anyway
 if TYPE_CHECKING:
@@ -44,13 +41,13 @@ def _code(src, name):
     # type: (Any, str) -> Any
     """A code object as given (precompiled by the driver, see ``local/bootcode.py``), or
     compiled from its source."""
-    return src if isinstance(src, types.CodeType) else compile(src, name, "exec")
+    return src if isinstance(src, type(_code.__code__)) else compile(src, name, "exec")
 
 
 SERVE = {"__name__": "patchgym_serve"}  # type: Dict[str, Any]
 exec(_code(sys.argv[1], "patchgym_serve"), SERVE)
 SUP = SERVE["load_supervisor"](sys.argv[2])  # type: Dict[str, Any]
-CONFIG = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}  # type: Dict[str, Any]
+CONFIG = SUP["json_loads"](sys.argv[3]) if len(sys.argv) > 3 else {}  # type: Dict[str, Any]
 
 
 def _rlimits(cfg):
@@ -66,19 +63,21 @@ def _rlimits(cfg):
 
 
 LIMITS = _rlimits(CONFIG.get("rlimits") or {})
-SPAWN_LOCK = threading.Lock()
-OWNED = {}  # type: Dict[int, subprocess.Popen[bytes]]
+SPAWN_LOCK = _thread.allocate_lock()
+OWNED = {}  # type: Dict[int, Any]
+"""The supervisor's ``Child`` of each command and shell, by pid: the reaper leaves them to
+their owners."""
 LIBC = None  # type: Any
+_START = SUP["start_child"]
 
 
-class OwnedPopen(subprocess.Popen):  # type: ignore[type-arg]  # Popen's type parameter is not subscriptable on every in-sandbox Python
-    """A child the reaper must leave to its owner (registered under the spawn lock)."""
-
-    def __init__(self, *args, **kwargs):
-        # type: (Any, Any) -> None
-        with SPAWN_LOCK:
-            super().__init__(*args, **kwargs)
-            OWNED[self.pid] = self
+def start_owned(*args, **kwargs):
+    # type: (Any, Any) -> Any
+    """The supervisor's ``start_child``, the child registered under the spawn lock."""
+    with SPAWN_LOCK:
+        child = _START(*args, **kwargs)
+        OWNED[child.pid] = child
+    return child
 
 
 def apply_limits():
@@ -125,10 +124,7 @@ def _supervise_with_limits(*args, **kwargs):
     return _SUPERVISE(*args, **kwargs)
 
 
-_shim = types.ModuleType("subprocess")
-_shim.__dict__.update(subprocess.__dict__)
-_shim.Popen = OwnedPopen  # type: ignore[attr-defined]  # swapping the stdlib shim's class on purpose
-SUP["subprocess"] = _shim
+SUP["start_child"] = start_owned
 _SUPERVISE = SUP["supervise"]
 SUP["supervise"] = _supervise_with_limits
 
@@ -175,8 +171,9 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
     def __init__(self):
         # type: () -> None
         super().__init__(SUP, sys.stdin.buffer, sys.stdout.buffer)
-        self.shells = {}  # type: Dict[bytes, Tuple[subprocess.Popen[bytes], int, threading.Event]]
-        self.shells_lock = threading.Lock()
+        self.shells = {}  # type: Dict[bytes, Tuple[Any, int, List[bool]]]
+        """Each shell's ``Child``, pty master and closed flag (set by ``C``), by id."""
+        self.shells_lock = _thread.allocate_lock()
 
     def handle(self, raw):
         # type: (bytes) -> None
@@ -195,18 +192,19 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
         import fcntl
         import termios
 
-        args = json.loads(binascii.a2b_base64(payload).decode())
+        args = SUP["json_loads"](binascii.a2b_base64(payload).decode())
+        env = args.get("env")
         master, slave = os.openpty()
         try:
-            proc = OwnedPopen(
+            proc = start_owned(
                 args["argv"],
-                stdin=slave,
-                stdout=slave,
-                stderr=slave,
-                cwd=args.get("cwd"),
-                env=args.get("env"),
-                start_new_session=True,
-                preexec_fn=lambda: _take_tty(fcntl.ioctl, termios.TIOCSCTTY),
+                None,
+                args.get("cwd"),
+                dict(os.environ) if env is None else env,
+                slave,
+                slave,
+                slave,
+                lambda: _take_tty(fcntl.ioctl, termios.TIOCSCTTY),
             )
         except OSError as exc:
             os.close(master)
@@ -216,14 +214,12 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
             return
         finally:
             os.close(slave)
-        closed = threading.Event()
+        closed = [False]
         self.shells[rid] = (proc, master, closed)
-        t = threading.Thread(target=self.relay, args=(rid, master, closed))
-        t.daemon = True
-        t.start()
+        _thread.start_new_thread(self.relay, (rid, master, closed))
 
     def relay(self, rid, master, closed):
-        # type: (bytes, int, threading.Event) -> None
+        # type: (bytes, int, List[bool]) -> None
         """Forward the pty's output until it ends or the shell is closed.
 
         Only this thread closes ``master``: were ``C`` to close it while this thread still
@@ -231,7 +227,7 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
         forward (steal) the new shell's output under the old shell's id.
         """
         try:
-            while not closed.is_set():
+            while not closed[0]:
                 try:
                     ready, _, _ = select.select([master], [], [], 0.2)
                     data = os.read(master, 65536) if ready else None
@@ -256,19 +252,19 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
                 return
             if op == b"C":
                 del self.shells[rid]
-                entry[2].set()  # the relay closes the pty when it sees this
+                entry[2][0] = True  # the relay closes the pty when it sees this
             else:
                 self._use_shell(entry, op, arg)
                 return
         proc = entry[0]
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, SUP["SIGKILL"])
         except OSError:
             pass
         proc.wait()
 
     def _use_shell(self, entry, op, arg):
-        # type: (Tuple[subprocess.Popen[bytes], int, threading.Event], bytes, bytes) -> None
+        # type: (Tuple[Any, int, List[bool]], bytes, bytes) -> None
         proc, master, _ = entry
         try:
             if op == b"W":
@@ -281,7 +277,7 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
                 except OSError:  # gVisor: no TIOCGPGRP on a pty master, tpgid reads 0
                     pgid = _newest_job(proc.pid)
                 if pgid > 0 and pgid != proc.pid:
-                    os.killpg(pgid, signal.SIGKILL)
+                    os.killpg(pgid, SUP["SIGKILL"])
         except OSError:
             pass
 
@@ -320,10 +316,8 @@ def main():
     if os.getpid() == 1:
         # Python's own SIGINT handler would let `kill -INT 1` from inside end the sandbox;
         # the kernel drops a default-action signal sent to a namespace's init from inside
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        t = threading.Thread(target=reap_orphans)
-        t.daemon = True
-        t.start()
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+        _thread.start_new_thread(reap_orphans, ())
     InitServer().serve()
 
 

@@ -17,20 +17,26 @@ Remote wire format (one line per record, text-safe over any transport):
 dropped at the source, ``X <json>`` the final status.
 """
 
+import _thread
 import binascii
 import errno
-import json
 import os
-import selectors
-import signal
-import subprocess
+import select
 import sys
-import threading
 import time
+
+try:  # subprocess's C half: its fork and exec without its imports (see ``start_child``)
+    import _posixsubprocess
+except ImportError:  # not CPython
+    _posixsubprocess = None  # type: ignore[assignment]  # the fallback below needs no module
+try:  # json's C half (see ``json_loads``)
+    import _json
+except ImportError:  # not CPython
+    _json = None  # type: ignore[assignment]  # the fallback below needs no module
 
 TYPE_CHECKING = False  # typing costs ~2.5 ms of the sandbox's start; mypy reads it anyway
 if TYPE_CHECKING:
-    from typing import IO, Callable, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
+    from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: F401  (type comments)
 
 TOKEN_VAR = "PATCHGYM_EXEC"
 TIMEOUT_EXIT_CODE = 124
@@ -43,7 +49,9 @@ SPAWN_RETRY_PAUSE_S = 0.005
 _BASH = {}  # type: Dict[str, str]
 """Where ``bash`` is, per ``PATH`` value (see :func:`_bash`)."""
 _DEVNULL = []  # type: List[int]
-_DEVNULL_LOCK = threading.Lock()
+_DEVNULL_LOCK = _thread.allocate_lock()
+SIGKILL = 9
+"""Linux's SIGKILL (``signal`` imports ``enum``: ~4 ms of a sandbox's start)."""
 
 
 def _pids_with_token(var, token):
@@ -76,13 +84,13 @@ def kill_tree(pgid, var, token):
     for _ in range(40):
         if pgid is not None:
             try:
-                os.killpg(pgid, signal.SIGKILL)
+                os.killpg(pgid, SIGKILL)
             except OSError:
                 pass
         pids = _pids_with_token(var, token)
         for pid in pids:
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, SIGKILL)
                 killed = True
             except OSError:
                 pass
@@ -129,11 +137,77 @@ def kill_foreground(var, token):
         if tty == 0 or tpgid <= 1 or tpgid in (pgrp, mine):
             continue
         try:
-            os.killpg(tpgid, signal.SIGKILL)
+            os.killpg(tpgid, SIGKILL)
             killed += 1
         except OSError:
             pass
     return killed
+
+
+class _JsonContext:
+    """What ``_json``'s scanner reads of a decoder: ``json.loads``'s defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = float  # NaN, Infinity, -Infinity
+
+
+_SCANNER = []  # type: List[Any]
+
+
+def json_loads(text):
+    # type: (str) -> Any
+    """``json.loads(text)`` through ``_json``'s scanner alone: the ``json`` package imports
+    ``re`` and ``enum`` (~10 ms of every sandbox's start) for what its C half does. Raises
+    ``ValueError`` on anything but one JSON value (whitespace around it aside)."""
+    if _json is None:
+        import json
+
+        return json.loads(text)
+    if not _SCANNER:
+        _SCANNER.append(_json.make_scanner(_JsonContext()))  # type: ignore[arg-type]  # the C scanner reads only these attributes
+    text = text.strip(" \t\n\r")
+    try:
+        value, end = _SCANNER[0](text, 0)
+    except StopIteration:
+        raise ValueError("not JSON: %r" % text[:80]) from None
+    if end != len(text):
+        raise ValueError("not JSON: extra data at character %d of %r" % (end, text[:80]))
+    return value
+
+
+def json_dumps(obj):
+    # type: (Dict[str, Any]) -> str
+    """``json.dumps(obj)`` of a flat object (str keys; str, int, float, bool or None
+    values, as a status is), without the ``json`` package (see :func:`json_loads`)."""
+    items = []
+    for key, value in obj.items():
+        items.append("%s: %s" % (_json_scalar(key), _json_scalar(value)))
+    return "{" + ", ".join(items) + "}"
+
+
+def _json_scalar(value):
+    # type: (Any) -> str
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return "%d" % value
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        if value in (float("inf"), float("-inf")):
+            return "Infinity" if value > 0 else "-Infinity"
+        return repr(value)
+    if isinstance(value, str):
+        if _json is None:
+            import json
+
+            return json.dumps(value)
+        return _json.encode_basestring_ascii(value)
+    raise TypeError("not a JSON scalar: %r" % (value,))
 
 
 class _Limits:
@@ -163,6 +237,164 @@ class _Limits:
         return "idle_timed_out"
 
 
+class WaitTimeout(Exception):
+    """:meth:`Child.wait` ran out of time (the command still runs)."""
+
+
+class Child:
+    """A started command: its pid, :meth:`poll` and :meth:`wait`, what ``supervise`` needs
+    of ``subprocess.Popen`` without importing ``subprocess`` (with the ``re``, ``enum``,
+    ``threading``, ``locale`` and ``selectors`` it pulls in: ~12 ms of every sandbox's
+    start). ``popen``: the ``subprocess.Popen`` it wraps where ``_posixsubprocess`` could
+    not be used (see :func:`start_child`)."""
+
+    def __init__(self, pid, popen=None):
+        # type: (int, Any) -> None
+        self.pid = pid
+        self.popen = popen
+        self.returncode = None  # type: Optional[int]
+
+    def poll(self):
+        # type: () -> Optional[int]
+        """The exit code (``-N`` for signal ``N``, as ``Popen``), None while it runs."""
+        return self._reap(False)
+
+    def wait(self, timeout=None):
+        # type: (Optional[float]) -> int
+        """The exit code once it ended; :class:`WaitTimeout` after ``timeout`` seconds
+        (polled as ``Popen.wait`` polls: from 0.5 ms, doubling up to 50 ms)."""
+        if timeout is None:
+            return self._reap(True)  # type: ignore[return-value]  # a blocking reap always has a code
+        deadline = time.monotonic() + timeout
+        delay = 0.0005
+        while self._reap(False) is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WaitTimeout()
+            delay = min(delay * 2, left, 0.05)
+            time.sleep(delay)
+        return self.returncode  # type: ignore[return-value]  # set by the reap above
+
+    def _reap(self, block):
+        # type: (bool) -> Optional[int]
+        if self.returncode is not None:
+            return self.returncode
+        if self.popen is not None:
+            self.returncode = self.popen.wait() if block else self.popen.poll()
+            return self.returncode
+        try:
+            pid, sts = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:  # reaped by someone else: its code is lost
+            pid, sts = self.pid, 0
+        if pid == self.pid:
+            self.returncode = -os.WTERMSIG(sts) if os.WIFSIGNALED(sts) else os.WEXITSTATUS(sts)
+        return self.returncode
+
+
+def _fork_exec_extra():
+    # type: () -> Optional[Tuple[Tuple[Any, ...], Tuple[Any, ...]]]
+    """The arguments ``_posixsubprocess.fork_exec`` of this Python takes after
+    ``start_new_session`` and after ``preexec_fn`` (each release of 3.6 to 3.13 has its own
+    signature, as ``subprocess`` passes them); None for any other Python (``subprocess``
+    is used there)."""
+    v = sys.version_info[:2]
+    if _posixsubprocess is None or not (3, 6) <= v <= (3, 13):
+        return None
+    if v <= (3, 8):
+        return (), ()
+    if v <= (3, 10):  # gid, extra_groups, uid, umask
+        return (None, None, None, -1), ()
+    return (-1, None, None, None, -1), (True,)  # process_group first; allow_vfork after
+
+
+_FORK_EXEC = [_fork_exec_extra()]
+
+
+def start_child(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn=None):
+    # type: (List[str], Optional[str], Optional[str], Dict[str, str], int, int, int, Optional[Callable[[], None]]) -> Child
+    """Start ``argv`` in a session of its own with descriptors ``stdin``, ``stdout`` and
+    ``stderr`` as its 0, 1 and 2 and no other, as ``subprocess.Popen(start_new_session=True,
+    close_fds=True)`` starts it, through the same C function (``vfork`` where that Python
+    would use it); a failure to start it raises the same ``OSError``. ``executable``:
+    the program to run (None: ``argv[0]`` looked up on the ``PATH`` of ``env``)."""
+    extra = _FORK_EXEC[0]
+    if extra is None:
+        return _start_popen(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn)
+    program = executable or argv[0]
+    if "/" in program:
+        programs = [os.fsencode(program)]
+    else:
+        path = env.get("PATH", os.defpath).split(os.pathsep)
+        programs = [os.fsencode(os.path.join(d or ".", program)) for d in path]
+    env_list = []
+    for k, v in env.items():
+        if "=" in k:
+            raise ValueError("illegal environment variable name: %r" % k)
+        env_list.append(os.fsencode(k) + b"=" + os.fsencode(v))
+    err_r, err_w = os.pipe()
+    low = []
+    while err_w < 3:  # never one of the descriptors the child's 0-2 are made from
+        low.append(err_w)
+        err_w = os.dup(err_w)
+    try:
+        args = (argv, programs, True, (err_w,), cwd, env_list, stdin, -1, -1, stdout, -1, stderr,
+                err_r, err_w, True, True) + extra[0] + (preexec_fn,) + extra[1]  # fmt: skip
+        try:
+            pid = _posixsubprocess.fork_exec(*args)
+        except TypeError:  # a build whose signature differs: subprocess knows it
+            _FORK_EXEC[0] = None
+            return _start_popen(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn)
+    finally:
+        for fd in low + [err_w]:
+            os.close(fd)
+    try:
+        data = b""
+        while len(data) < 50000:
+            part = os.read(err_r, 50000)
+            if not part:
+                break
+            data += part
+    finally:
+        os.close(err_r)
+    if data:
+        Child(pid).wait()
+        _raise_child_error(data, cwd, program)
+    return Child(pid)
+
+
+def _raise_child_error(data, cwd, program):
+    # type: (bytes, Optional[str], str) -> None
+    """The child's report of why it did not start (``<exception>:<hex errno>:<what>``, as
+    ``_posixsubprocess`` writes it) raised as ``subprocess`` raises it."""
+    name, _, rest = data.partition(b":")
+    hex_errno, _, what = rest.partition(b":")
+    msg = what.decode("utf-8", "replace")
+    if name == b"OSError" and hex_errno:
+        code = int(hex_errno, 16)
+        filename = cwd if msg.startswith("noexec") else program
+        raise OSError(code, os.strerror(code) if code else msg, filename)
+    raise RuntimeError("cannot start %s: %s" % (program, msg or repr(data[:200])))
+
+
+def _start_popen(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn):
+    # type: (List[str], Optional[str], Optional[str], Dict[str, str], int, int, int, Optional[Callable[[], None]]) -> Child
+    """:func:`start_child` through ``subprocess`` (a Python whose ``fork_exec`` is not known)."""
+    import subprocess
+
+    popen = subprocess.Popen(
+        argv,
+        executable=executable,
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+        preexec_fn=preexec_fn,
+    )
+    return Child(popen.pid, popen)
+
+
 def _spawn(
     cmd,  # type: str
     env,  # type: Dict[str, str]
@@ -172,35 +404,29 @@ def _spawn(
     argv_prefix,  # type: Tuple[str, ...]
     on_spawn,  # type: Optional[Callable[[], None]]
 ):
-    # type: (...) -> Tuple[subprocess.Popen[bytes], int, int]
+    # type: (...) -> Tuple[Child, int, int]
     """Start ``bash -c cmd`` in a session (and process group) of its own, stdin fed by a thread;
     returns it with the read ends of its stdout and stderr pipes (plain descriptors: no file
     objects to set up and tear down). A spawn the pids limit refuses is retried for
     :data:`SPAWN_RETRY_S`. ``on_spawn`` is called once it started, and before each wait
     for a retry.
 
-    ``subprocess`` is looked up at call time: the local namespace init swaps in a shim whose
-    ``Popen`` registers the child so that its reaper leaves it alone.
+    ``start_child`` is looked up at call time: the local namespace init swaps in its own,
+    which registers the child so that its reaper leaves it alone.
     """
     deadline = time.monotonic() + SPAWN_RETRY_S
     path = env.get("PATH", os.defpath)
     bash = None if argv_prefix else _bash(path)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    in_r, in_w = os.pipe() if stdin is not None else (_devnull(), -1)
     try:
         while True:
             try:
-                proc = subprocess.Popen(
-                    list(argv_prefix) + ["bash", "-c", cmd],
-                    executable=bash,
-                    cwd=cwd,
-                    env=env,
-                    stdin=subprocess.PIPE if stdin is not None else _devnull(),
-                    stdout=out_w,
-                    stderr=err_w,
-                    start_new_session=True,
-                    preexec_fn=preexec_fn,
-                )
+                proc = start_child(
+                    list(argv_prefix) + ["bash", "-c", cmd], bash, cwd, env, in_r, out_w, err_w,
+                    preexec_fn,
+                )  # fmt: skip
                 break
             except OSError as exc:
                 if bash is not None and exc.errno in (errno.ENOENT, errno.EACCES, errno.ENOTDIR):
@@ -215,14 +441,18 @@ def _spawn(
     except BaseException:
         os.close(out_r)
         os.close(err_r)
+        if in_w >= 0:
+            os.close(in_w)
         raise
     finally:
         os.close(out_w)
         os.close(err_w)
+        if in_w >= 0:
+            os.close(in_r)
     if on_spawn is not None:
         on_spawn()
     if stdin is not None:
-        threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
+        _thread.start_new_thread(_feed, (in_w, stdin))
     return proc, out_r, err_r
 
 
@@ -256,34 +486,47 @@ def _devnull():
         return _DEVNULL[0]
 
 
-def _feed(pipe, data):
-    # type: (IO[bytes], bytes) -> None
+def _feed(fd, data):
+    # type: (int, bytes) -> None
     """Write ``data`` to the command's stdin and close it; a command that stops reading
     (or exits) early is not an error. Runs in a thread so a full pipe never blocks output."""
     try:
-        pipe.write(data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
     except OSError:
         pass
     finally:
-        try:
-            pipe.close()
-        except OSError:
-            pass
+        os.close(fd)
 
 
-def _watch_output(out_r, err_r):
-    # type: (int, int) -> selectors.BaseSelector
-    """A selector over the command's stdout and stderr, each keyed by its stream number
-    (``poll``: unlike ``epoll`` it costs no descriptor and no system call to set up)."""
-    sel = selectors.PollSelector()
-    sel.register(out_r, selectors.EVENT_READ, 1)
-    sel.register(err_r, selectors.EVENT_READ, 2)
-    return sel
+class _Pipes:
+    """The command's stdout and stderr under one ``poll``, each keyed by its stream number
+    (``poll``: unlike ``epoll`` it costs no descriptor and no system call to set up).
+    :attr:`open` maps each pipe not yet at its end to its stream."""
+
+    def __init__(self, out_r, err_r):
+        # type: (int, int) -> None
+        self.poll = select.poll()
+        self.open = {out_r: 1, err_r: 2}
+        for fd in self.open:
+            self.poll.register(fd, select.POLLIN)
+
+    def ready(self, wait):
+        # type: (float) -> List[int]
+        """The pipes with something to read (or at their end), after up to ``wait`` s."""
+        return [fd for fd, _ in self.poll.poll(max(0, int(wait * 1000 + 0.999)))]
+
+    def close(self, fd):
+        # type: (int) -> None
+        """``fd`` reached its end."""
+        self.poll.unregister(fd)
+        del self.open[fd]
 
 
 def _pump(
-    proc,  # type: subprocess.Popen[bytes]
-    sel,  # type: selectors.BaseSelector
+    proc,  # type: Child
+    pipes,  # type: _Pipes
     on_chunk,  # type: Callable[[int, bytes], None]
     limits,  # type: _Limits
 ):
@@ -291,11 +534,11 @@ def _pump(
     """Forward output until both pipes close, until a short drain after the command exits
     (something it left behind may hold the pipes), or until a limit runs out.
 
-    Returns the status flag of the expired limit, or None. A pipe is unregistered at its
-    end of file, so the selector's map is the set of pipes still open.
+    Returns the status flag of the expired limit, or None. A pipe leaves ``pipes.open`` at
+    its end of file.
     """
     exited_at = None  # type: Optional[float]
-    while sel.get_map():
+    while pipes.open:
         now = time.monotonic()
         waits = [1.0] + limits.remaining(now)
         if exited_at is not None:
@@ -305,32 +548,32 @@ def _pump(
             if exited_at is not None and now >= exited_at + DRAIN_AFTER_EXIT_S:
                 return None
             return limits.expired(now)
-        _forward_ready(sel, wait, on_chunk, limits)
+        _forward_ready(pipes, wait, on_chunk, limits)
         if exited_at is None and proc.poll() is not None:
             exited_at = time.monotonic()
     return None
 
 
-def _forward_ready(sel, wait, on_chunk, limits):
-    # type: (selectors.BaseSelector, float, Callable[[int, bytes], None], _Limits) -> None
+def _forward_ready(pipes, wait, on_chunk, limits):
+    # type: (_Pipes, float, Callable[[int, bytes], None], _Limits) -> None
     """Wait up to ``wait`` seconds, then pass on one read from each ready pipe."""
-    for key, _ in sel.select(wait):
-        data = os.read(key.fd, 65536)
+    for fd in pipes.ready(wait):
+        data = os.read(fd, 65536)
         if not data:
-            sel.unregister(key.fileobj)
+            pipes.close(fd)
             continue
         limits.last_output = time.monotonic()
-        on_chunk(key.data, data)
+        on_chunk(pipes.open[fd], data)
 
 
 def _wait_after_output(proc, limits):
-    # type: (subprocess.Popen[bytes], _Limits) -> Optional[str]
+    # type: (Child, _Limits) -> Optional[str]
     """The pipes closed but the command may still run (``exec >&- 2>&-; sleep``): the
     deadline and the idle timeout keep counting. Returns the expired limit's flag, or None."""
     left = limits.remaining(time.monotonic())
     try:
         proc.wait(timeout=max(0.0, min(left)) if left else None)
-    except subprocess.TimeoutExpired:
+    except WaitTimeout:
         return limits.expired(time.monotonic())
     return None
 
@@ -343,7 +586,7 @@ def _kill_leftovers(pgid, token, forced):
     one failed ``killpg`` and no ``/proc`` scan.
     """
     try:
-        os.killpg(pgid, signal.SIGKILL)
+        os.killpg(pgid, SIGKILL)
         leftovers = True
     except OSError:
         leftovers = False
@@ -351,17 +594,17 @@ def _kill_leftovers(pgid, token, forced):
         kill_tree(pgid, TOKEN_VAR, token)
 
 
-def _read_buffered(sel, on_chunk):
-    # type: (selectors.BaseSelector, Callable[[int, bytes], None]) -> None
+def _read_buffered(pipes, on_chunk):
+    # type: (_Pipes, Callable[[int, bytes], None]) -> None
     """Pass on what was already buffered in the pipes still open before the kill."""
-    for key in list(sel.get_map().values()):
+    for fd, stream in list(pipes.open.items()):
         try:
-            os.set_blocking(key.fd, False)
+            os.set_blocking(fd, False)
             while True:
-                data = os.read(key.fd, 65536)
+                data = os.read(fd, 65536)
                 if not data:
                     break
-                on_chunk(key.data, data)
+                on_chunk(stream, data)
         except OSError:
             pass
 
@@ -407,13 +650,12 @@ def supervise(
     start = time.monotonic()
     proc, out_r, err_r = _spawn(cmd, full_env, cwd, stdin, preexec_fn, argv_prefix, on_spawn)
     limits = _Limits(start, timeout, idle_timeout)
-    sel = _watch_output(out_r, err_r)
-    expired = _pump(proc, sel, on_chunk, limits)
-    if expired is None and not sel.get_map():
+    pipes = _Pipes(out_r, err_r)
+    expired = _pump(proc, pipes, on_chunk, limits)
+    if expired is None and not pipes.open:
         expired = _wait_after_output(proc, limits)
-    _kill_leftovers(proc.pid, token, forced=expired is not None or bool(sel.get_map()))
-    _read_buffered(sel, on_chunk)
-    sel.close()
+    _kill_leftovers(proc.pid, token, forced=expired is not None or bool(pipes.open))
+    _read_buffered(pipes, on_chunk)
     os.close(out_r)
     os.close(err_r)
     return _final_status(proc.wait(), expired, start)
@@ -422,7 +664,7 @@ def supervise(
 def _main():
     # type: () -> None
     """Remote entry: ``python3 - <b64 json args>`` with this file on stdin, or a path."""
-    args = json.loads(binascii.a2b_base64(sys.argv[1]).decode())
+    args = json_loads(binascii.a2b_base64(sys.argv[1]).decode())
     cap = int(args.get("cap", 1 << 20))
     out = sys.stdout.buffer
     state = {"sent": 0, "tail": [], "tail_bytes": 0, "dropped": [0, 0, 0]}
@@ -478,7 +720,7 @@ def _main():
         out.write(b"D %d %d %d\n" % (d[0], d[1], d[2]))  # type: ignore[index]  # state mixes ints and lists (stdlib-only code, typed by comments)
     for s, data in state["tail"]:  # type: ignore[attr-defined]  # state mixes ints and lists (stdlib-only code, typed by comments)
         emit(s, data)
-    out.write(b"X " + json.dumps(status).encode() + b"\n")
+    out.write(b"X " + json_dumps(status).encode() + b"\n")
     out.flush()
 
 
