@@ -540,10 +540,7 @@ class LocalSandbox(Sandbox):
         if self._server is not None:
             return await self._server.run(req)
         capture = OutputCapture(req.max_output_bytes)
-        if not await asyncio.to_thread(beneath.is_dir, *self._host(req.cwd)):
-            msg = f"patchgym: working directory {req.cwd} does not exist\n".encode()
-            capture.feed(2, msg)
-            return capture.result(NOT_RUN)
+        where = self._host(req.cwd)
         run = partial(
             supervise,
             req.cmd,
@@ -555,7 +552,17 @@ class LocalSandbox(Sandbox):
             stdin=req.stdin,
             preexec_fn=preexec_for(self.spec.resources),
         )
-        status = await asyncio.get_running_loop().run_in_executor(self._backend.executor(), run)
+
+        def checked() -> dict[str, object] | None:
+            """The command, in the executor's thread with the check of its ``cwd`` (one
+            thread hop per command, not two)."""
+            return run() if beneath.is_dir(*where) else None
+
+        status = await asyncio.get_running_loop().run_in_executor(self._backend.executor(), checked)
+        if status is None:
+            msg = f"patchgym: working directory {req.cwd} does not exist\n".encode()
+            capture.feed(2, msg)
+            return capture.result(NOT_RUN)
         return capture.result(status)
 
     async def _open_shell(self, cwd: str, env: Mapping[str, str]) -> ShellChannel:
