@@ -25,13 +25,14 @@ import logging
 import re
 import secrets
 import shlex
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from patchgym_rewards.canary import Canaries, canary_host, make_canaries
 from patchgym_rewards.errors import UnknownParserError
-from patchgym_rewards.gitsafe import CLEAN_CONFIG, GIT, tampered
+from patchgym_rewards.gitsafe import CLEAN_CONFIG, GIT, TAMPERED, tampered
 from patchgym_rewards.integrity import PYTEST_PARSERS
 from patchgym_rewards.markers import (
     END_TEST_OUTPUT,
@@ -44,14 +45,16 @@ from patchgym_rewards.policy import (
     SECTION_FILES,
     STEERING_NAMES,
     STEERING_SUFFIXES,
+    Changes,
     PolicyError,
+    changes_command,
     is_test_path,
+    parse_changes,
     revert_steering,
     runner_prefix,
 )
 from patchgym_rewards.r2e import grade_r2e
 from patchgym_rewards.safepath import (
-    SHADOW_PREFIX,
     SHADOW_QUERY,
     SITECUSTOMIZE,
     interpreter_of,
@@ -158,19 +161,24 @@ class GradingPlan(BaseModel):
         to_reset = _unique([*self.test_files, *modified])
         to_remove = _unique([*self.new_test_files, *created])
         flags: list[HackFlag] = []
-        ask = self.clean_collection_files and self.safe_path
-        cleaned, shadows = await self._clean_git(sandbox, ask_shadows=ask)
-        if tampered(cleaned):
-            flags.append(HackFlag.GIT_TAMPERED)
         reverted: list[str] = []
-        if self.clean_collection_files:
+        if not self.clean_collection_files:
+            cleaned = (await sandbox.exec(CLEAN_CONFIG, timeout=120)).stdout
+        else:
             try:
+                cleaned, changes = await self._clean_and_list(sandbox)
                 reverted = await revert_steering(
-                    sandbox, self.base_commit, tests=self.revert_test_files, shadows=shadows
+                    sandbox,
+                    self.base_commit,
+                    tests=self.revert_test_files,
+                    changes=changes,
+                    shadows=partial(self._shadows, sandbox) if self.safe_path else None,
                 )
             except PolicyError as exc:
                 return _infra(str(exc), exc.result)
-            flags += [_flag_of(path) for path in reverted]
+        if tampered(cleaned):
+            flags.append(HackFlag.GIT_TAMPERED)
+        flags += [_flag_of(path) for path in reverted]
         if self.base_commit and to_reset:
             reset = await sandbox.exec(
                 f"{GIT} checkout {shlex.quote(self.base_commit)} -- {_quote_all(to_reset)}"
@@ -228,29 +236,33 @@ class GradingPlan(BaseModel):
             flags=sorted(set(flags)),
         )
 
-    async def _clean_git(
-        self, sandbox: SandboxLike, *, ask_shadows: bool
-    ) -> tuple[str, frozenset[str]]:
-        """Run :data:`CLEAN_CONFIG`; with ``ask_shadows``, in the same exec, ask the eval
-        script's Python for the names a new root module must not take (``python3`` when
-        that one fails). (CLEAN_CONFIG's output, the names.)"""
-        if not ask_shadows:
-            return (await sandbox.exec(CLEAN_CONFIG, timeout=120)).stdout, frozenset()
-        pythons = list(dict.fromkeys((interpreter_of(self.eval_script), "python3")))
+    async def _clean_and_list(self, sandbox: SandboxLike) -> tuple[str, Changes]:
+        """Run :data:`CLEAN_CONFIG`, then, in the same exec, list the agent's changes
+        (:func:`~patchgym_rewards.policy.changes_command`): (CLEAN_CONFIG's output, the
+        changes). Raises :class:`PolicyError` when the listing fails."""
+        base = self.base_commit or "HEAD"
         both = await sandbox.exec(
-            f"( {CLEAN_CONFIG} ) </dev/null\n{shlex.quote(pythons[0])} -I -",
-            stdin=SHADOW_QUERY,
-            timeout=240,
+            f"( {CLEAN_CONFIG} ) </dev/null\n{changes_command(base)}", timeout=240
         )
-        output = both.stdout if both.exit_code == 0 else ""
-        for python in pythons[1:] if both.exit_code != 0 else ():
+        head, marker, rest = both.stdout.partition(f"{TAMPERED}=")
+        state, _, listing = rest.partition("\n")
+        changes = parse_changes(listing) if marker and both.exit_code == 0 else None
+        if changes is None:
+            raise PolicyError("listing the agent's changes failed", both)
+        return head + marker + state, changes
+
+    async def _shadows(self, sandbox: SandboxLike) -> frozenset[str]:
+        """Ask the eval script's Python (``python3`` when that one fails) for the names a
+        new root module must not take (:data:`~patchgym_rewards.safepath.SHADOW_QUERY`)."""
+        output = ""
+        for python in dict.fromkeys((interpreter_of(self.eval_script), "python3")):
             asked = await sandbox.exec(
                 f"{shlex.quote(python)} -I -", stdin=SHADOW_QUERY, timeout=120
             )
             if asked.exit_code == 0:
                 output = asked.stdout
                 break
-        return both.stdout.split(SHADOW_PREFIX, 1)[0], shadow_names(output)
+        return shadow_names(output)
 
     def _canary_candidates(self, staged: list[str]) -> list[str]:
         if self.grader == "r2e":
