@@ -143,6 +143,21 @@ def test_unseal_neutralises_markers_without_the_nonce() -> None:
     assert ">>>>> Patch Apply Failed" not in text
 
 
+async def test_the_tests_cannot_find_the_nonce(repo: tuple[Path, str, str]) -> None:
+    """The nonce reaches the shell on its stdin: not on a command line, in a file, in the
+    environment or on the tests' stdin; it appears only in the three marker lines."""
+    root, base, patch = repo
+    (root / "calc.py").write_text(FIXED)
+    snoop = (
+        "cat /proc/$$/cmdline /proc/$PPID/cmdline; env; cat; "
+        "grep -r . /tmp/patchgym-grade-* 2>/dev/null; " + EVAL
+    )
+    run = await plan(base, patch, eval_script=snoop).run(DirSandbox(root))
+    assert isinstance(run, GradedRun) and run.nonce is not None
+    assert run.log.count(run.nonce) == 3
+    assert plan(base, patch).grade_run(run).resolved
+
+
 async def test_forged_end_marker_and_harness_code_mean_nothing(
     repo: tuple[Path, str, str],
 ) -> None:

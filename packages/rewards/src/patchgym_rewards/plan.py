@@ -200,27 +200,22 @@ class GradingPlan(BaseModel):
         nonce = secrets.token_hex(12) if wrapped else None
         script = self.eval_script
         if wrapped:
-            assert nonce is not None
-            folder = f"/tmp/patchgym-grade-{secrets.token_hex(6)}"
-            # one exec: the nonce's line (read by the shell, never on a command line), then
-            # the safe-path sitecustomize
-            prepared = await sandbox.exec(
-                f"umask 077 && mkdir -p {folder} && IFS= read -r n && "
-                f"printf '%s\\n' \"$n\" > {folder}/nonce"
-                + (f" && cat > {folder}/sitecustomize.py" if self.safe_path else ""),
-                stdin=nonce + "\n" + (SITECUSTOMIZE if self.safe_path else ""),
-            )
-            if prepared.exit_code != 0:
-                return _infra("preparing the grading folder failed", prepared)
-            script = wrap_eval_script(
-                self.eval_script,
-                nonce_file=f"{folder}/nonce",
-                pythonpath=folder if self.safe_path else None,
-            )
+            folder = f"/tmp/patchgym-grade-{secrets.token_hex(6)}" if self.safe_path else None
+            script = wrap_eval_script(self.eval_script, nonce_stdin=True, pythonpath=folder)
         env = dict(self.env)
         if not self.plugin_autoload:
             env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        result = await sandbox.exec(script, timeout=self.timeout, env=env or None)
+        result = await sandbox.exec(
+            script,
+            timeout=self.timeout,
+            env=env or None,
+            stdin=None if nonce is None else nonce + "\n",  # read by the shell alone
+        )
+        if (
+            nonce is not None
+            and f"{START_TEST_OUTPUT} {nonce}" not in result.output + result.stdout
+        ):
+            return _infra("preparing the grading folder failed", result)
         if planted is not None:  # the staged hidden file as the task wrote it
             await sandbox.write_file(planted[0].host, planted[1])
         return GradedRun(
@@ -366,21 +361,29 @@ class GradingPlan(BaseModel):
 
 
 def wrap_eval_script(
-    script: str, *, nonce_file: str | None = None, pythonpath: str | None = None
+    script: str, *, nonce_stdin: bool = False, pythonpath: str | None = None
 ) -> str:
     """Surround ``script`` with the markers; exit with the test command's status.
 
     The exit status comes from the sandbox, not from the log, so lines the tests
-    print cannot fake it. With ``nonce_file`` the markers carry the nonce read from
-    it (the file is removed before the tests start, and the nonce lives only in the
-    shell's memory: neither its command line nor the tests' environment holds it).
-    ``pythonpath`` goes first on ``PYTHONPATH`` for the tests (the safe-path folder).
+    print cannot fake it. With ``nonce_stdin`` the markers carry the nonce the shell
+    reads as the first line of its stdin (then stdin is ``/dev/null`` for the tests): it
+    lives only in the shell's memory, never on a command line, in a file or in the
+    tests' environment. ``pythonpath``: a folder the script makes (a new one, or the run
+    fails before the start marker, exit 97) with :data:`SITECUSTOMIZE` in it, first on
+    ``PYTHONPATH`` for the tests (the safe path). The preparation runs in the same
+    shell as the tests, with no process but ``mkdir``.
     """
-    nonce = " $PATCHGYM_NONCE" if nonce_file else ""
+    nonce = " $PATCHGYM_NONCE" if nonce_stdin else ""
     lines = []
-    if nonce_file:
-        q = shlex.quote(nonce_file)
-        lines += [f"read -r PATCHGYM_NONCE < {q}", f"rm -f {q}"]
+    if nonce_stdin:
+        lines += ["IFS= read -r PATCHGYM_NONCE || exit 97", "exec </dev/null"]
+    if pythonpath:
+        q = shlex.quote(pythonpath)
+        lines.append(
+            f"mkdir -m 700 {q} && printf '%s' {shlex.quote(SITECUSTOMIZE)} > {q}/sitecustomize.py"
+            " || exit 97"
+        )
     lines += [f'echo "{START_TEST_OUTPUT}{nonce}"', "("]
     if pythonpath:
         lines.append(f'export PYTHONPATH={shlex.quote(pythonpath)}"${{PYTHONPATH:+:$PYTHONPATH}}"')
