@@ -25,6 +25,7 @@ import logging
 import re
 import secrets
 import shlex
+from dataclasses import dataclass
 from functools import partial
 from typing import Literal
 
@@ -179,20 +180,25 @@ class GradingPlan(BaseModel):
         if tampered(cleaned):
             flags.append(HackFlag.GIT_TAMPERED)
         flags += [_flag_of(path) for path in reverted]
+        steps: list[_Step] = []
         if self.base_commit and to_reset:
-            reset = await sandbox.exec(
-                f"{GIT} checkout {shlex.quote(self.base_commit)} -- {_quote_all(to_reset)}"
-            )
-            if reset.exit_code != 0:
-                return _infra("resetting test files to the base commit failed", reset)
+            reset = f"{GIT} checkout {shlex.quote(self.base_commit)} -- {_quote_all(to_reset)}"
+            steps.append(_Step(reset, "resetting test files to the base commit failed"))
         if to_remove:
-            await sandbox.exec(f"rm -rf -- {_quote_all(to_remove)}")
-        for path, content in self.hidden_files.items():
-            await sandbox.write_file(path, content)
+            steps.append(_Step(f"rm -rf -- {_quote_all(to_remove)}", None))
+        apply = _Step(f"{GIT} apply -v -", "the hidden test patch did not apply", stdin=True)
+        if self.hidden_files:  # written between the reset and the patch, as the task says
+            failed = await _run_steps(sandbox, steps)
+            if failed is not None:
+                return failed
+            steps = []
+            for path, content in self.hidden_files.items():
+                await sandbox.write_file(path, content)
         if self.test_patch.strip():
-            applied = await sandbox.exec(f"{GIT} apply -v -", stdin=_with_newline(self.test_patch))
-            if applied.exit_code != 0:
-                return _infra("the hidden test patch did not apply", applied)
+            steps.append(apply)
+        failed = await _run_steps(sandbox, steps, stdin=_with_newline(self.test_patch))
+        if failed is not None:
+            return failed
         wrapped = START_TEST_OUTPUT not in self.eval_script
         # a full harness script resets and re-applies the tests itself: no canaries there
         planted = await self._plant_canaries(sandbox, [*to_reset, *to_remove]) if wrapped else None
@@ -396,6 +402,41 @@ def wrap_eval_script(
         "exit $PATCHGYM_TEST_EXIT_CODE",
     ]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One shell step of staging; ``failure``: the infra error its failure is (None: its
+    failure is ignored); ``stdin``: it reads the exec's stdin (the others read nothing)."""
+
+    shell: str
+    failure: str | None
+    stdin: bool = False
+
+
+STEP_EXIT = 80
+"""Staging step ``i`` that fails ends its exec with ``STEP_EXIT + i`` (git's own codes
+never pass through, so the code names the step)."""
+
+
+async def _run_steps(
+    sandbox: SandboxLike, steps: list[_Step], *, stdin: str | None = None
+) -> Verdict | None:
+    """Run staging steps in one exec, in order, stopping at the first that fails: None, or
+    the infra verdict naming that step."""
+    if not steps:
+        return None
+    lines = []
+    for i, step in enumerate(steps):
+        cmd = step.shell if step.stdin else f"{step.shell} </dev/null"
+        lines.append(f"{cmd} || :" if step.failure is None else f"{cmd} || exit {STEP_EXIT + i}")
+    uses_stdin = any(step.stdin for step in steps)
+    done = await sandbox.exec("\n".join(lines), stdin=stdin if uses_stdin else None)
+    if done.exit_code == 0:
+        return None
+    i = done.exit_code - STEP_EXIT
+    failure = steps[i].failure if 0 <= i < len(steps) else None
+    return _infra(failure or "staging the hidden tests failed", done)
 
 
 def _flag_of(path: str) -> HackFlag:
