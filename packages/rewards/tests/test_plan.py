@@ -194,6 +194,23 @@ async def test_patch_that_does_not_apply_is_infra(repo: tuple[Path, str, str]) -
     assert verdict.reward == 0.0 and shape(verdict, reward_config("binary")).shaped_reward is None
 
 
+async def test_staging_is_one_exec_and_a_failure_names_its_step(
+    repo: tuple[Path, str, str],
+) -> None:
+    """Resetting the test files and applying the hidden patch run as one exec; which of
+    them failed is told apart by the exec's exit code, never by their output."""
+    root, base, patch = repo
+    sandbox = DirSandbox(root)
+    await plan_for(base, patch).grade(sandbox)
+    staged = [c for c in sandbox.commands if " checkout " in c and " apply -v -" in c]
+    assert len(staged) == 1
+    (root / "tests" / "test_calc.py").write_text(BASE_TESTS)
+    plan = plan_for(base, patch).model_copy(update={"test_files": ["tests/nope.py"]})
+    missing = await plan.grade(DirSandbox(root))
+    assert missing.infra_error is not None
+    assert "resetting test files to the base commit failed" in missing.infra_error
+
+
 async def test_timeout_is_a_zero_not_infra(repo: tuple[Path, str, str]) -> None:
     root, base, patch = repo
     (root / "calc.py").write_text("import time\ntime.sleep(60)\n" + FIXED)

@@ -20,7 +20,13 @@ from test_plan import F2P, FIXED, P2P, git, repo  # noqa: F401  (fixture)
 from patchgym_rewards import GradedRun, GradingPlan, TestStatus, grade_r2e, grade_swebench
 from patchgym_rewards.canary import canary_host, canary_problem, make_canaries
 from patchgym_rewards.markers import END_TEST_OUTPUT, START_TEST_OUTPUT, sealed, unseal
-from patchgym_rewards.policy import shadow_prefix, top_module
+from patchgym_rewards.policy import (
+    Changes,
+    parse_changes,
+    resolve_unknown,
+    shadow_prefix,
+    top_module,
+)
 from patchgym_rewards.safepath import interpreter_of, shadow_names
 from patchgym_rewards.verdict import HackFlag
 
@@ -135,6 +141,21 @@ def test_unseal_neutralises_markers_without_the_nonce() -> None:
     assert forged == 2
     assert text.count(END_TEST_OUTPUT) == 1 and text.index("FAILED a") < text.index(END_TEST_OUTPUT)
     assert ">>>>> Patch Apply Failed" not in text
+
+
+async def test_the_tests_cannot_find_the_nonce(repo: tuple[Path, str, str]) -> None:
+    """The nonce reaches the shell on its stdin: not on a command line, in a file, in the
+    environment or on the tests' stdin; it appears only in the three marker lines."""
+    root, base, patch = repo
+    (root / "calc.py").write_text(FIXED)
+    snoop = (
+        "cat /proc/$$/cmdline /proc/$PPID/cmdline; env; cat; "
+        "grep -r . /tmp/patchgym-grade-* 2>/dev/null; " + EVAL
+    )
+    run = await plan(base, patch, eval_script=snoop).run(DirSandbox(root))
+    assert isinstance(run, GradedRun) and run.nonce is not None
+    assert run.log.count(run.nonce) == 3
+    assert plan(base, patch).grade_run(run).resolved
 
 
 async def test_forged_end_marker_and_harness_code_mean_nothing(
@@ -273,6 +294,56 @@ def test_shadow_names_and_prefixes() -> None:
     assert shadow_prefix("tests/test_x.py", names | {"tests"}) is None
     assert interpreter_of(".venv/bin/python -W ignore -m pytest r2e_tests") == ".venv/bin/python"
     assert interpreter_of("pytest -rA") == "python3"
+
+
+async def test_shadow_query_runs_only_for_a_new_root_entry(
+    repo: tuple[Path, str, str],
+) -> None:
+    """The names a new root module must not take are asked only when there is one (a
+    Python start per grading otherwise); an edit inside the repository asks nothing."""
+    root, base, patch = repo
+    (root / "calc.py").write_text(FIXED)
+    (root / "tests" / "helper.py").write_text("X = 1\n")  # new, but not at the root
+    sandbox = DirSandbox(root)
+    assert (await plan(base, patch).grade(sandbox)).resolved
+    assert not any(" -I -" in cmd for cmd in sandbox.commands)
+    (root / "calc.py").write_text(FIXED)
+    (root / "argparse.py").write_text(FAKE)
+    sandbox = DirSandbox(root)
+    verdict = await plan(base, patch).grade(sandbox)
+    assert verdict.resolved and "argparse.py" in verdict.reverted
+    assert any(" -I -" in cmd for cmd in sandbox.commands)
+
+
+async def test_listing_is_not_misread_by_status_like_names(repo: tuple[Path, str, str]) -> None:
+    """Untracked files named like ``git diff --name-status`` letters are files, not a
+    status: the planted conftest beside them is still removed, and grading is no infra."""
+    root, base, patch = repo
+    (root / "calc.py").write_text(FIXED)
+    for name in ("M", "D", "A"):
+        (root / name).write_text("x\n")
+    (root / "conftest.py").write_text("raise SystemExit('agent conftest ran')\n")
+    verdict = await plan(base, patch).grade(DirSandbox(root))
+    assert verdict.infra_error is None and verdict.resolved
+    assert "conftest.py" in verdict.reverted and not (root / "conftest.py").exists()
+
+
+def test_parse_changes_reads_status_pairs_then_files_then_roots() -> None:
+    listing = "M\0a.py\0A\0new.py\0U\0odd.py\0/\0M\0u.py\0/\0a.py\0odd.py\0"
+    changes = parse_changes(listing)
+    assert changes is not None
+    assert changes.changed == ["a.py", "new.py", "odd.py", "M", "u.py"]
+    assert changes.in_base == {"a.py"} and changes.unknown == ["odd.py"]
+    assert changes.roots == {"a.py", "odd.py"}
+    assert parse_changes("M\0a.py\0") is None  # a git command failed before the ends
+    assert parse_changes("M\0/\0/\0") is None  # a status without its path
+
+
+async def test_unknown_status_is_asked_of_the_base(repo: tuple[Path, str, str]) -> None:
+    root, base, _ = repo
+    odd = Changes(["calc.py", "nope.py"], set(), {"calc.py"}, unknown=["calc.py", "nope.py"])
+    asked = await resolve_unknown(DirSandbox(root), base, odd)
+    assert asked.in_base == {"calc.py"} and not asked.unknown
 
 
 @pytest.mark.parametrize("name", ["argparse.py", "textwrap/__init__.py"])

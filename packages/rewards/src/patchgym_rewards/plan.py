@@ -25,13 +25,15 @@ import logging
 import re
 import secrets
 import shlex
+from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from patchgym_rewards.canary import Canaries, canary_host, make_canaries
 from patchgym_rewards.errors import UnknownParserError
-from patchgym_rewards.gitsafe import CLEAN_CONFIG, GIT, tampered
+from patchgym_rewards.gitsafe import CLEAN_CONFIG, GIT, TAMPERED, tampered
 from patchgym_rewards.integrity import PYTEST_PARSERS
 from patchgym_rewards.markers import (
     END_TEST_OUTPUT,
@@ -44,14 +46,16 @@ from patchgym_rewards.policy import (
     SECTION_FILES,
     STEERING_NAMES,
     STEERING_SUFFIXES,
+    Changes,
     PolicyError,
+    changes_command,
     is_test_path,
+    parse_changes,
     revert_steering,
     runner_prefix,
 )
 from patchgym_rewards.r2e import grade_r2e
 from patchgym_rewards.safepath import (
-    SHADOW_PREFIX,
     SHADOW_QUERY,
     SITECUSTOMIZE,
     interpreter_of,
@@ -158,33 +162,43 @@ class GradingPlan(BaseModel):
         to_reset = _unique([*self.test_files, *modified])
         to_remove = _unique([*self.new_test_files, *created])
         flags: list[HackFlag] = []
-        ask = self.clean_collection_files and self.safe_path
-        cleaned, shadows = await self._clean_git(sandbox, ask_shadows=ask)
-        if tampered(cleaned):
-            flags.append(HackFlag.GIT_TAMPERED)
         reverted: list[str] = []
-        if self.clean_collection_files:
+        if not self.clean_collection_files:
+            cleaned = (await sandbox.exec(CLEAN_CONFIG, timeout=120)).stdout
+        else:
             try:
+                cleaned, changes = await self._clean_and_list(sandbox)
                 reverted = await revert_steering(
-                    sandbox, self.base_commit, tests=self.revert_test_files, shadows=shadows
+                    sandbox,
+                    self.base_commit,
+                    tests=self.revert_test_files,
+                    changes=changes,
+                    shadows=partial(self._shadows, sandbox) if self.safe_path else None,
                 )
             except PolicyError as exc:
                 return _infra(str(exc), exc.result)
-            flags += [_flag_of(path) for path in reverted]
+        if tampered(cleaned):
+            flags.append(HackFlag.GIT_TAMPERED)
+        flags += [_flag_of(path) for path in reverted]
+        steps: list[_Step] = []
         if self.base_commit and to_reset:
-            reset = await sandbox.exec(
-                f"{GIT} checkout {shlex.quote(self.base_commit)} -- {_quote_all(to_reset)}"
-            )
-            if reset.exit_code != 0:
-                return _infra("resetting test files to the base commit failed", reset)
+            reset = f"{GIT} checkout {shlex.quote(self.base_commit)} -- {_quote_all(to_reset)}"
+            steps.append(_Step(reset, "resetting test files to the base commit failed"))
         if to_remove:
-            await sandbox.exec(f"rm -rf -- {_quote_all(to_remove)}")
-        for path, content in self.hidden_files.items():
-            await sandbox.write_file(path, content)
+            steps.append(_Step(f"rm -rf -- {_quote_all(to_remove)}", None))
+        apply = _Step(f"{GIT} apply -v -", "the hidden test patch did not apply", stdin=True)
+        if self.hidden_files:  # written between the reset and the patch, as the task says
+            failed = await _run_steps(sandbox, steps)
+            if failed is not None:
+                return failed
+            steps = []
+            for path, content in self.hidden_files.items():
+                await sandbox.write_file(path, content)
         if self.test_patch.strip():
-            applied = await sandbox.exec(f"{GIT} apply -v -", stdin=_with_newline(self.test_patch))
-            if applied.exit_code != 0:
-                return _infra("the hidden test patch did not apply", applied)
+            steps.append(apply)
+        failed = await _run_steps(sandbox, steps, stdin=_with_newline(self.test_patch))
+        if failed is not None:
+            return failed
         wrapped = START_TEST_OUTPUT not in self.eval_script
         # a full harness script resets and re-applies the tests itself: no canaries there
         planted = await self._plant_canaries(sandbox, [*to_reset, *to_remove]) if wrapped else None
@@ -192,27 +206,22 @@ class GradingPlan(BaseModel):
         nonce = secrets.token_hex(12) if wrapped else None
         script = self.eval_script
         if wrapped:
-            assert nonce is not None
-            folder = f"/tmp/patchgym-grade-{secrets.token_hex(6)}"
-            # one exec: the nonce's line (read by the shell, never on a command line), then
-            # the safe-path sitecustomize
-            prepared = await sandbox.exec(
-                f"umask 077 && mkdir -p {folder} && IFS= read -r n && "
-                f"printf '%s\\n' \"$n\" > {folder}/nonce"
-                + (f" && cat > {folder}/sitecustomize.py" if self.safe_path else ""),
-                stdin=nonce + "\n" + (SITECUSTOMIZE if self.safe_path else ""),
-            )
-            if prepared.exit_code != 0:
-                return _infra("preparing the grading folder failed", prepared)
-            script = wrap_eval_script(
-                self.eval_script,
-                nonce_file=f"{folder}/nonce",
-                pythonpath=folder if self.safe_path else None,
-            )
+            folder = f"/tmp/patchgym-grade-{secrets.token_hex(6)}" if self.safe_path else None
+            script = wrap_eval_script(self.eval_script, nonce_stdin=True, pythonpath=folder)
         env = dict(self.env)
         if not self.plugin_autoload:
             env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        result = await sandbox.exec(script, timeout=self.timeout, env=env or None)
+        result = await sandbox.exec(
+            script,
+            timeout=self.timeout,
+            env=env or None,
+            stdin=None if nonce is None else nonce + "\n",  # read by the shell alone
+        )
+        if (
+            nonce is not None
+            and f"{START_TEST_OUTPUT} {nonce}" not in result.output + result.stdout
+        ):
+            return _infra("preparing the grading folder failed", result)
         if planted is not None:  # the staged hidden file as the task wrote it
             await sandbox.write_file(planted[0].host, planted[1])
         return GradedRun(
@@ -228,29 +237,33 @@ class GradingPlan(BaseModel):
             flags=sorted(set(flags)),
         )
 
-    async def _clean_git(
-        self, sandbox: SandboxLike, *, ask_shadows: bool
-    ) -> tuple[str, frozenset[str]]:
-        """Run :data:`CLEAN_CONFIG`; with ``ask_shadows``, in the same exec, ask the eval
-        script's Python for the names a new root module must not take (``python3`` when
-        that one fails). (CLEAN_CONFIG's output, the names.)"""
-        if not ask_shadows:
-            return (await sandbox.exec(CLEAN_CONFIG, timeout=120)).stdout, frozenset()
-        pythons = list(dict.fromkeys((interpreter_of(self.eval_script), "python3")))
+    async def _clean_and_list(self, sandbox: SandboxLike) -> tuple[str, Changes]:
+        """Run :data:`CLEAN_CONFIG`, then, in the same exec, list the agent's changes
+        (:func:`~patchgym_rewards.policy.changes_command`): (CLEAN_CONFIG's output, the
+        changes). Raises :class:`PolicyError` when the listing fails."""
+        base = self.base_commit or "HEAD"
         both = await sandbox.exec(
-            f"( {CLEAN_CONFIG} ) </dev/null\n{shlex.quote(pythons[0])} -I -",
-            stdin=SHADOW_QUERY,
-            timeout=240,
+            f"( {CLEAN_CONFIG} ) </dev/null\n{changes_command(base)}", timeout=240
         )
-        output = both.stdout if both.exit_code == 0 else ""
-        for python in pythons[1:] if both.exit_code != 0 else ():
+        head, marker, rest = both.stdout.partition(f"{TAMPERED}=")
+        state, _, listing = rest.partition("\n")
+        changes = parse_changes(listing) if marker and both.exit_code == 0 else None
+        if changes is None:
+            raise PolicyError("listing the agent's changes failed", both)
+        return head + marker + state, changes
+
+    async def _shadows(self, sandbox: SandboxLike) -> frozenset[str]:
+        """Ask the eval script's Python (``python3`` when that one fails) for the names a
+        new root module must not take (:data:`~patchgym_rewards.safepath.SHADOW_QUERY`)."""
+        output = ""
+        for python in dict.fromkeys((interpreter_of(self.eval_script), "python3")):
             asked = await sandbox.exec(
                 f"{shlex.quote(python)} -I -", stdin=SHADOW_QUERY, timeout=120
             )
             if asked.exit_code == 0:
                 output = asked.stdout
                 break
-        return both.stdout.split(SHADOW_PREFIX, 1)[0], shadow_names(output)
+        return shadow_names(output)
 
     def _canary_candidates(self, staged: list[str]) -> list[str]:
         if self.grader == "r2e":
@@ -354,21 +367,29 @@ class GradingPlan(BaseModel):
 
 
 def wrap_eval_script(
-    script: str, *, nonce_file: str | None = None, pythonpath: str | None = None
+    script: str, *, nonce_stdin: bool = False, pythonpath: str | None = None
 ) -> str:
     """Surround ``script`` with the markers; exit with the test command's status.
 
     The exit status comes from the sandbox, not from the log, so lines the tests
-    print cannot fake it. With ``nonce_file`` the markers carry the nonce read from
-    it (the file is removed before the tests start, and the nonce lives only in the
-    shell's memory: neither its command line nor the tests' environment holds it).
-    ``pythonpath`` goes first on ``PYTHONPATH`` for the tests (the safe-path folder).
+    print cannot fake it. With ``nonce_stdin`` the markers carry the nonce the shell
+    reads as the first line of its stdin (then stdin is ``/dev/null`` for the tests): it
+    lives only in the shell's memory, never on a command line, in a file or in the
+    tests' environment. ``pythonpath``: a folder the script makes (a new one, or the run
+    fails before the start marker, exit 97) with :data:`SITECUSTOMIZE` in it, first on
+    ``PYTHONPATH`` for the tests (the safe path). The preparation runs in the same
+    shell as the tests, with no process but ``mkdir``.
     """
-    nonce = " $PATCHGYM_NONCE" if nonce_file else ""
+    nonce = " $PATCHGYM_NONCE" if nonce_stdin else ""
     lines = []
-    if nonce_file:
-        q = shlex.quote(nonce_file)
-        lines += [f"read -r PATCHGYM_NONCE < {q}", f"rm -f {q}"]
+    if nonce_stdin:
+        lines += ["IFS= read -r PATCHGYM_NONCE || exit 97", "exec </dev/null"]
+    if pythonpath:
+        q = shlex.quote(pythonpath)
+        lines.append(
+            f"mkdir -m 700 {q} && printf '%s' {shlex.quote(SITECUSTOMIZE)} > {q}/sitecustomize.py"
+            " || exit 97"
+        )
     lines += [f'echo "{START_TEST_OUTPUT}{nonce}"', "("]
     if pythonpath:
         lines.append(f'export PYTHONPATH={shlex.quote(pythonpath)}"${{PYTHONPATH:+:$PYTHONPATH}}"')
@@ -381,6 +402,41 @@ def wrap_eval_script(
         "exit $PATCHGYM_TEST_EXIT_CODE",
     ]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One shell step of staging; ``failure``: the infra error its failure is (None: its
+    failure is ignored); ``stdin``: it reads the exec's stdin (the others read nothing)."""
+
+    shell: str
+    failure: str | None
+    stdin: bool = False
+
+
+STEP_EXIT = 80
+"""Staging step ``i`` that fails ends its exec with ``STEP_EXIT + i`` (git's own codes
+never pass through, so the code names the step)."""
+
+
+async def _run_steps(
+    sandbox: SandboxLike, steps: list[_Step], *, stdin: str | None = None
+) -> Verdict | None:
+    """Run staging steps in one exec, in order, stopping at the first that fails: None, or
+    the infra verdict naming that step."""
+    if not steps:
+        return None
+    lines = []
+    for i, step in enumerate(steps):
+        cmd = step.shell if step.stdin else f"{step.shell} </dev/null"
+        lines.append(f"{cmd} || :" if step.failure is None else f"{cmd} || exit {STEP_EXIT + i}")
+    uses_stdin = any(step.stdin for step in steps)
+    done = await sandbox.exec("\n".join(lines), stdin=stdin if uses_stdin else None)
+    if done.exit_code == 0:
+        return None
+    i = done.exit_code - STEP_EXIT
+    failure = steps[i].failure if 0 <= i < len(steps) else None
+    return _infra(failure or "staging the hidden tests failed", done)
 
 
 def _flag_of(path: str) -> HackFlag:

@@ -12,7 +12,8 @@ import configparser
 import logging
 import shlex
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 
 from patchgym_rewards.gitsafe import GIT
 from patchgym_rewards.sandbox import ExecResultLike, SandboxLike
@@ -145,34 +146,87 @@ LIST_END = "/"
 """Ends one ``-z`` listing and starts the next in a batched exec: git prints relative
 paths, never ``/``."""
 
+KNOWN_STATUS = frozenset("AMDT")
+"""``git diff --name-status`` letters that say whether the base has the path (``A``: it
+has not); for any other (``U`` unmerged ...) the base is asked with ``ls-tree``."""
 
-async def changed_paths(
-    sandbox: SandboxLike, base: str, *, roots: bool = False
-) -> tuple[list[str], set[str], set[str]]:
-    """(every path the working copy changes vs ``base``, the paths ``base`` has of them,
-    ``base``'s root entries when ``roots`` and something changed). Two execs: the changes,
-    then both listings of ``base``."""
+
+@dataclass(frozen=True)
+class Changes:
+    """What the working copy changes against the base commit."""
+
+    changed: list[str]
+    """Every changed path: tracked changes, then untracked (ignored included) files."""
+    in_base: set[str]
+    """Those of ``changed`` the base commit has."""
+    roots: set[str]
+    """The base commit's root entries."""
+    unknown: list[str] = field(default_factory=list)
+    """Changed paths whose presence in the base the listing could not tell."""
+
+
+def changes_command(base: str) -> str:
+    """Shell listing the changes against ``base`` and its root entries in one exec (no
+    output dependency between the git commands); read it with :func:`parse_changes`."""
     q = shlex.quote(base)
-    diff = await sandbox.exec(
-        f"{GIT} diff --no-ext-diff --no-textconv --name-only --no-renames -z {q} && "
-        f"{{ {GIT} ls-files --others -z; true; }}"  # ignored files included
+    return (
+        f"{GIT} diff --no-ext-diff --no-textconv --name-status --no-renames -z {q} && "
+        f"printf '{LIST_END}\\000' && "
+        f"{{ {GIT} ls-files --others -z; true; }} && "  # ignored files included
+        f"printf '{LIST_END}\\000' && {GIT} ls-tree --name-only -z {q}"
     )
-    if diff.exit_code != 0:
-        raise PolicyError("listing the agent's changes failed", diff)
-    changed = list(dict.fromkeys(_split(diff.stdout)))
-    if not changed:
-        return [], set(), set()
-    cmd = f"{GIT} ls-tree -r --name-only -z {q} -- {_quote_all(changed)}"
-    if not roots:
-        return changed, set(_split((await sandbox.exec(cmd)).stdout)), set()
-    listed = await sandbox.exec(
-        f"{cmd}; printf '{LIST_END}\\000'; {GIT} ls-tree --name-only -z {q}"
+
+
+def parse_changes(stdout: str) -> Changes | None:
+    """:func:`changes_command`'s output; None when it is not one (a git command failed)."""
+    parts = stdout.split("\0")
+    if parts.count(LIST_END) < 2:
+        return None
+    first = parts.index(LIST_END)
+    second = parts.index(LIST_END, first + 1)
+    pairs, others = parts[:first], parts[first + 1 : second]
+    if len(pairs) % 2:  # "M\0path\0" per change
+        return None
+    changed: list[str] = []
+    in_base: set[str] = set()
+    unknown: list[str] = []
+    for status, path in zip(pairs[0::2], pairs[1::2], strict=True):
+        changed.append(path)
+        if status not in KNOWN_STATUS:
+            unknown.append(path)
+        elif status != "A":
+            in_base.add(path)
+    changed += [p for p in others if p]
+    roots = {p for p in parts[second + 1 :] if p}
+    return Changes(list(dict.fromkeys(changed)), in_base, roots, unknown)
+
+
+async def changed_paths(sandbox: SandboxLike, base: str) -> Changes:
+    """The working copy's :class:`Changes` against ``base``: one exec (two when the status
+    of a path cannot tell whether the base has it)."""
+    listed = await sandbox.exec(changes_command(base))
+    changes = parse_changes(listed.stdout) if listed.exit_code == 0 else None
+    if changes is None:
+        raise PolicyError("listing the agent's changes failed", listed)
+    return await resolve_unknown(sandbox, base, changes)
+
+
+async def resolve_unknown(sandbox: SandboxLike, base: str, changes: Changes) -> Changes:
+    """Ask the base commit itself about the paths the listing could not place."""
+    if not changes.unknown:
+        return changes
+    q = shlex.quote(base)
+    asked = await sandbox.exec(
+        f"{GIT} ls-tree -r --name-only -z {q} -- {_quote_all(changes.unknown)}"
     )
-    parts = listed.stdout.split("\0")
-    if listed.exit_code != 0 or LIST_END not in parts:
-        raise PolicyError("listing the base commit's root entries failed", listed)
-    cut = parts.index(LIST_END)
-    return changed, {p for p in parts[:cut] if p}, {p for p in parts[cut + 1 :] if p}
+    if asked.exit_code != 0:
+        raise PolicyError("listing the base commit's files failed", asked)
+    return Changes(changes.changed, changes.in_base | set(_split(asked.stdout)), changes.roots)
+
+
+ShadowSource = Callable[[], Awaitable[frozenset[str]]]
+"""Asked once, only when the agent adds a new root entry: the names such an entry must
+not take (the env's stdlib and installed distributions, see ``safepath``)."""
 
 
 async def revert_steering(
@@ -180,17 +234,25 @@ async def revert_steering(
     base_commit: str | None,
     *,
     tests: bool = True,
-    shadows: frozenset[str] = frozenset(),
+    changes: Changes | None = None,
+    shadows: ShadowSource | None = None,
 ) -> list[str]:
     """Reset steering changes to ``base_commit`` (HEAD when None); return what was reverted.
 
     Paths the base has are checked out from it; others are removed (a runner-named
     directory as a whole, and a new root module or package named like one of
-    ``shadows``: the stdlib, installed distributions). Raises :class:`PolicyError`
-    when git cannot restore a file.
+    ``shadows``' names: the stdlib, installed distributions; asked only when there is a
+    new root entry). ``changes``: the listing when the caller already took it (see
+    :func:`changes_command`). Raises :class:`PolicyError` when git cannot restore a file.
     """
     base = base_commit or "HEAD"
-    changed, in_base, roots = await changed_paths(sandbox, base, roots=bool(shadows))
+    if changes is None:
+        changes = await changed_paths(sandbox, base)
+    else:
+        changes = await resolve_unknown(sandbox, base, changes)
+    changed, in_base, roots = changes.changed, changes.in_base, changes.roots
+    new_roots = [p for p in changed if p not in in_base and p.split("/")[0] not in roots]
+    names = await shadows() if shadows is not None and new_roots else frozenset()
     restore: list[str] = []
     remove: list[str] = []
     for path in changed:
@@ -200,7 +262,7 @@ async def revert_steering(
                 (remove if added else restore).append(path)
             continue
         new_root = added and path.split("/")[0] not in roots
-        shadow = shadow_prefix(path, shadows) if new_root else None
+        shadow = shadow_prefix(path, names) if new_root else None
         if shadow is not None:
             if shadow not in remove:
                 remove.append(shadow)
