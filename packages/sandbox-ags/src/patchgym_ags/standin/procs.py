@@ -18,13 +18,12 @@ import signal
 import struct
 import termios
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from patchgym_sandbox.local.backend import SANDBOX_TOKEN
-from patchgym_sandbox.local.cgroups import add as join_cgroups
 from patchgym_sandbox.local.isolation import bwrap_path
 from patchgym_sandbox.supervisor import kill_tree
 
@@ -116,21 +115,25 @@ def sandbox_argv(
     return argv
 
 
-def _take_tty() -> None:
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+JOIN_THEN_EXEC = (
+    "tty=$1; shift; "
+    'while [ "$1" != -- ]; do '
+    'echo $$ > "$1/cgroup.procs" || { echo "patchgym standin: cannot join $1" >&2; exit 125; }; '
+    "shift; done; shift; "
+    '[ -z "$tty" ] || exec 0<>"$tty"; '
+    'exec "$@"'
+)
+"""The child's first step, as a shell that then becomes the command: join the sandbox's
+cgroups (so no fork, setsid or ``env -i`` escapes the sandbox's removal), then, for a
+pty, open the terminal, which makes it the controlling terminal of the new session. Not
+a ``preexec_fn``: Python code between fork and exec makes a full fork of this threaded
+server, and CPython 3.11's child deadlocks when another thread held the runtime's
+thread-state lock at the fork (seen in CI: a thread of the child watcher exiting)."""
 
 
-def _joiner(groups: Sequence[Path], pty: bool) -> Callable[[], None]:
-    """The child's first step: join the sandbox's cgroups (so no fork, setsid or ``env -i``
-    escapes the sandbox's removal), then take the terminal if it has one."""
-    dirs = list(groups)
-
-    def join() -> None:
-        join_cgroups(dirs, os.getpid())
-        if pty:
-            _take_tty()
-
-    return join
+def _joined(argv: Sequence[str], groups: Sequence[Path], tty: str | None) -> list[str]:
+    """``argv`` started through :data:`JOIN_THEN_EXEC` (the same pid: the shell execs it)."""
+    return ["/bin/sh", "-c", JOIN_THEN_EXEC, "sh", tty or "", *map(str, groups), "--", *argv]
 
 
 @dataclass(eq=False)
@@ -177,14 +180,13 @@ class ManagedProcess:
         cgroups: Sequence[Path] = (),
     ) -> None:
         env = {**base_env, **self.envs, SANDBOX_TOKEN: sandbox_id, PROC_TOKEN: self.token}
-        join = _joiner(cgroups, self.pty)
         argv = [*prefix, self.cmd, *self.args]
         if self.pty:
             master, slave = os.openpty()
             try:
                 self.proc = await asyncio.create_subprocess_exec(
-                    *argv, stdin=slave, stdout=slave, stderr=slave, env=env,
-                    start_new_session=True, preexec_fn=join,
+                    *_joined(argv, cgroups, os.ttyname(slave)),
+                    stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
                 )  # fmt: skip
             finally:
                 os.close(slave)
@@ -193,7 +195,7 @@ class ManagedProcess:
             self._watch = asyncio.get_running_loop().create_task(self._watch_pty())
         else:
             self.proc = await asyncio.create_subprocess_exec(
-                *argv, env=env, start_new_session=True, preexec_fn=join,
+                *_joined(argv, cgroups, None), env=env, start_new_session=True,
                 stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             )  # fmt: skip
