@@ -61,3 +61,51 @@ async def test_a_score_set_from_outside_is_the_inits_alone(tmp_path: Path) -> No
         assert r.stdout.split() == ["0", "refused", "500"], r.output
         async with sb.session() as sh:
             assert (await sh.run("cat /proc/self/oom_score_adj")).output.strip() == "0"
+
+
+async def test_commands_reset_the_score_and_leave_no_trace(tmp_path: Path) -> None:
+    """A protected init's commands reset their score after their ``exec`` (the prelude
+    bash reads through ``BASH_ENV``), with no Python in the forked child: the command still
+    sees only descriptors 0-2, no ``BASH_ENV``, its own ``$0``, and the sandbox's rlimit."""
+    backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
+    spec = SandboxSpec(resources={"cpu_time_s": 7})
+    async with backend.sandbox(spec) as sb:
+        assert isinstance(sb, LocalSandbox) and sb._server is not None
+        Path(f"/proc/{sb._server.init_pid}/oom_score_adj").write_text("500")
+        r = await sb.exec(
+            "cat /proc/self/oom_score_adj; ls /proc/$$/fd | tr '\\n' ' '; echo; "
+            'echo "${BASH_ENV-unset} $0 $(ulimit -St) $(ulimit -Ht)"'
+        )
+        assert r.exit_code == 0 and r.stdout.splitlines() == ["0", "0 1 2 ", "unset bash 7 7"], (
+            r.output
+        )
+        for _ in range(20):  # the same prelude, every time
+            assert (await sb.exec("cat /proc/self/oom_score_adj")).stdout == "0\n"
+    await backend.aclose()
+
+
+@pytest.mark.parametrize("env", [{"POSIXLY_CORRECT": "1"}, {"SHELLOPTS": "posix"}])
+async def test_a_posix_bash_still_gets_its_score_reset(tmp_path: Path, env: dict[str, str]) -> None:
+    """Bash in POSIX mode skips ``BASH_ENV``: such a command's limits are set before its
+    ``exec`` instead, so an environment cannot keep the init's score."""
+    backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
+    async with backend.sandbox(SandboxSpec()) as sb:
+        assert isinstance(sb, LocalSandbox) and sb._server is not None
+        Path(f"/proc/{sb._server.init_pid}/oom_score_adj").write_text("500")
+        r = await sb.exec("cat /proc/self/oom_score_adj", env=env)
+        assert r.stdout == "0\n", r.output
+    await backend.aclose()
+
+
+async def test_a_bash_a_command_could_replace_is_not_trusted(tmp_path: Path) -> None:
+    """A ``bash`` found in a writable directory could ignore ``BASH_ENV``: a command that
+    planted one there (an attack) still starts with its score reset before its ``exec``."""
+    backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
+    async with backend.sandbox(SandboxSpec()) as sb:
+        assert isinstance(sb, LocalSandbox) and sb._server is not None
+        plant = "mkdir -p /tmp/bin && printf '#!/bin/sh\\ncat /proc/self/oom_score_adj\\n' > "
+        await sb.exec(plant + "/tmp/bin/bash && chmod +x /tmp/bin/bash")
+        Path(f"/proc/{sb._server.init_pid}/oom_score_adj").write_text("500")
+        r = await sb.exec("ignored", env={"PATH": "/tmp/bin:/usr/bin:/bin"})
+        assert r.stdout == "0\n", r.output
+    await backend.aclose()

@@ -17,7 +17,12 @@ file adds what only the local backend's namespace init needs:
   its pipes through ``/proc/1/fd`` to forge replies; started by the driver's execute-only
   loader (``local/oomguard.py``), its ``/proc`` files belong to this machine's root, so
   nothing inside can raise its ``oom_score_adj`` either;
-- it applies the sandbox's rlimits (``cpu_time_s``) to every command;
+- it applies the sandbox's rlimits (``cpu_time_s``) to every command, and resets the OOM
+  score the driver protects it with (``local/oomguard.py``), after the command's ``exec``
+  through a sealed prelude bash reads (``BASH_ENV``, :func:`prelude_for`), so commands
+  still start by ``vfork`` with no Python in the child (a forked child of this threaded
+  server running Python can deadlock); only where bash could skip the prelude is it done
+  in the child before ``exec``;
 - it serves shells on a pty. Extra wire operations, beside ``R`` and ``K``:
   ``<rid> S <b64 json {"argv", "cwd", "env"}>`` open a shell, ``<rid> W <b64>`` write to it,
   ``<rid> I`` kill its foreground job, ``<rid> C`` close it; a shell answers
@@ -86,7 +91,11 @@ def apply_limits():
     driver may have made this init unkillable, ``local/oomguard.py``; children inherit it).
     This child's ``/proc`` files belong to this machine's root, as the init's do, until it
     is dumpable again (its ``exec`` would make it so); its descriptors 0-2 are the
-    command's already, so nothing of the init's channel is exposed meanwhile."""
+    command's already, so nothing of the init's channel is exposed meanwhile.
+
+    Only where :func:`prelude_for` cannot do the same after the exec: Python running in a
+    forked child of this threaded server can deadlock (CPython 3.11 re-initialises its
+    thread-state lock only after it needs it, and another thread may hold it at the fork)."""
     if own_oom_score() != b"0":
         try:
             if LIBC is not None:
@@ -101,11 +110,9 @@ def apply_limits():
 
 def limits_needed():
     # type: () -> bool
-    """Whether a command needs :func:`apply_limits`: rlimits were asked for, or this init's
-    ``oom_score_adj`` is not 0 (the driver protected it; commands must not inherit that).
-    Read at every spawn (the driver protects the init after it said READY). Without a
-    ``preexec_fn`` the child is started by ``vfork``: no copy of this interpreter, no Python
-    in the child (about 1.5 ms a command)."""
+    """Whether a command needs its limits set before it runs: rlimits were asked for, or
+    this init's ``oom_score_adj`` is not 0 (the driver protected it; commands must not
+    inherit that). Read at every spawn (the driver protects the init after it said READY)."""
     return bool(LIMITS) or own_oom_score() != b"0"
 
 
@@ -118,9 +125,93 @@ def own_oom_score():
         return b"?"
 
 
+ULIMIT_FLAGS = {"RLIMIT_CPU": "-t", "RLIMIT_NOFILE": "-n", "RLIMIT_NPROC": "-u"}
+"""The rlimits bash's ``ulimit`` sets in their own unit (seconds, descriptors, processes):
+a flag with no ``-H``/``-S`` sets both limits, as :func:`apply_limits` does."""
+POSIX_ENV = ("POSIXLY_CORRECT", "SHELLOPTS", "BASHOPTS")
+"""Environment variables that can put bash in POSIX mode, where it skips ``BASH_ENV``."""
+PRELUDES = {}  # type: Dict[bool, Any]
+"""The prelude's sealed memfd (or None: it cannot be used here), by whether it resets the
+OOM score."""
+_RO_BASH = {}  # type: Dict[str, bool]
+
+
+def prelude_for(env, argv_prefix):
+    # type: (Dict[str, str], Any) -> Any
+    """A descriptor of the prelude every command's bash reads before its command (through
+    ``BASH_ENV``, which the caller sets to ``/proc/self/fd/<it>``), or None where the
+    limits must be set in the forked child (:func:`apply_limits`).
+
+    The prelude raises the OOM score to 0 (allowed without privilege: the legacy write of
+    ``local/oomguard.py`` leaves the floor at 0; after its ``exec`` the command owns its
+    ``/proc`` files), sets the rlimits, closes its own descriptor and unsets ``BASH_ENV``,
+    so the command starts as it did. It lives in a memfd sealed against every write, so a
+    command that reopens it through another command's ``/proc/<pid>/fd`` can read but not
+    change it. A failing step exits 126 with a message before the command runs. Not used
+    where the command could skip it: a bash that a writable directory could shadow (only
+    a read-only mount is trusted), an environment that puts bash in POSIX mode, a wrapper
+    ``argv_prefix``, an rlimit ``ulimit`` cannot set exactly, a Python without memfds."""
+    if argv_prefix or any(k in env for k in POSIX_ENV):
+        return None
+    bash = SUP["_bash"](env.get("PATH", os.defpath))
+    if bash is None or not _read_only(bash):
+        return None
+    protected = own_oom_score() != b"0"
+    if protected not in PRELUDES:
+        PRELUDES[protected] = _make_prelude(protected)
+    return PRELUDES[protected]
+
+
+def _read_only(path):
+    # type: (str) -> bool
+    """Whether ``path`` lies on a read-only mount (nothing inside can replace it)."""
+    if path not in _RO_BASH:
+        try:
+            _RO_BASH[path] = bool(os.statvfs(path).f_flag & 1)  # ST_RDONLY
+        except OSError:
+            _RO_BASH[path] = False
+    return _RO_BASH[path]
+
+
+def _make_prelude(reset_oom):
+    # type: (bool) -> Any
+    names = CONFIG.get("rlimits") or {}
+    if any(k not in ULIMIT_FLAGS for k in names) or not hasattr(os, "memfd_create"):
+        return None
+    try:
+        import fcntl
+
+        fd = os.memfd_create("patchgym-prelude", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    except (ImportError, OSError, AttributeError):
+        return None
+    fail = " || { echo 'patchgym: cannot %s' >&2; exit 126; }"
+    lines = []
+    if reset_oom:
+        lines.append("echo 0 >/proc/self/oom_score_adj" + fail % "reset the OOM score")
+    for name, value in sorted(names.items()):
+        lines.append("ulimit %s %d" % (ULIMIT_FLAGS[name], int(value)) + fail % ("set " + name))
+    lines += ["exec %d<&-" % fd, "unset BASH_ENV", ""]
+    try:
+        os.write(fd, "\n".join(lines).encode())
+        seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+    except (OSError, AttributeError):
+        os.close(fd)
+        return None
+    return fd
+
+
 def _supervise_with_limits(*args, **kwargs):
     # type: (Any, Any) -> Any
-    kwargs["preexec_fn"] = apply_limits if limits_needed() else None
+    if limits_needed():
+        env = kwargs.get("env")
+        env = dict(os.environ) if env is None else env
+        fd = prelude_for(env, kwargs.get("argv_prefix"))
+        if fd is None:
+            kwargs["preexec_fn"] = apply_limits
+        else:
+            kwargs["env"] = dict(env, BASH_ENV="/proc/self/fd/%d" % fd)
+            kwargs["keep_fds"] = (fd,)
     return _SUPERVISE(*args, **kwargs)
 
 

@@ -310,16 +310,17 @@ def _fork_exec_extra():
 _FORK_EXEC = [_fork_exec_extra()]
 
 
-def start_child(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn=None):
-    # type: (List[str], Optional[str], Optional[str], Dict[str, str], int, int, int, Optional[Callable[[], None]]) -> Child
+def start_child(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn=None, keep_fds=()):
+    # type: (List[str], Optional[str], Optional[str], Dict[str, str], int, int, int, Optional[Callable[[], None]], Tuple[int, ...]) -> Child
     """Start ``argv`` in a session of its own with descriptors ``stdin``, ``stdout`` and
-    ``stderr`` as its 0, 1 and 2 and no other, as ``subprocess.Popen(start_new_session=True,
-    close_fds=True)`` starts it, through the same C function (``vfork`` where that Python
-    would use it); a failure to start it raises the same ``OSError``. ``executable``:
-    the program to run (None: ``argv[0]`` looked up on the ``PATH`` of ``env``)."""
+    ``stderr`` as its 0, 1 and 2 and no other (but ``keep_fds``, each under its own number),
+    as ``subprocess.Popen(start_new_session=True, close_fds=True, pass_fds=keep_fds)``
+    starts it, through the same C function (``vfork`` where that Python would use it); a
+    failure to start it raises the same ``OSError``. ``executable``: the program to run
+    (None: ``argv[0]`` looked up on the ``PATH`` of ``env``)."""
     extra = _FORK_EXEC[0]
     if extra is None:
-        return _start_popen(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn)
+        return _start_popen(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn, keep_fds)
     program = executable or argv[0]
     if "/" in program:
         programs = [os.fsencode(program)]
@@ -337,13 +338,16 @@ def start_child(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn=No
         low.append(err_w)
         err_w = os.dup(err_w)
     try:
-        args = (argv, programs, True, (err_w,), cwd, env_list, stdin, -1, -1, stdout, -1, stderr,
+        keep = tuple(sorted(set((err_w,) + tuple(keep_fds))))
+        args = (argv, programs, True, keep, cwd, env_list, stdin, -1, -1, stdout, -1, stderr,
                 err_r, err_w, True, True) + extra[0] + (preexec_fn,) + extra[1]  # fmt: skip
         try:
             pid = _posixsubprocess.fork_exec(*args)
         except TypeError:  # a build whose signature differs: subprocess knows it
             _FORK_EXEC[0] = None
-            return _start_popen(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn)
+            return _start_popen(
+                argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn, keep_fds
+            )
     finally:
         for fd in low + [err_w]:
             os.close(fd)
@@ -376,8 +380,8 @@ def _raise_child_error(data, cwd, program):
     raise RuntimeError("cannot start %s: %s" % (program, msg or repr(data[:200])))
 
 
-def _start_popen(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn):
-    # type: (List[str], Optional[str], Optional[str], Dict[str, str], int, int, int, Optional[Callable[[], None]]) -> Child
+def _start_popen(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn, keep_fds=()):
+    # type: (List[str], Optional[str], Optional[str], Dict[str, str], int, int, int, Optional[Callable[[], None]], Tuple[int, ...]) -> Child
     """:func:`start_child` through ``subprocess`` (a Python whose ``fork_exec`` is not known)."""
     import subprocess
 
@@ -391,6 +395,7 @@ def _start_popen(argv, executable, cwd, env, stdin, stdout, stderr, preexec_fn):
         stderr=stderr,
         start_new_session=True,
         preexec_fn=preexec_fn,
+        pass_fds=keep_fds,
     )
     return Child(popen.pid, popen)
 
@@ -403,6 +408,7 @@ def _spawn(
     preexec_fn,  # type: Optional[Callable[[], None]]
     argv_prefix,  # type: Tuple[str, ...]
     on_spawn,  # type: Optional[Callable[[], None]]
+    keep_fds=(),  # type: Tuple[int, ...]
 ):
     # type: (...) -> Tuple[Child, int, int]
     """Start ``bash -c cmd`` in a session (and process group) of its own, stdin fed by a thread;
@@ -425,7 +431,7 @@ def _spawn(
             try:
                 proc = start_child(
                     list(argv_prefix) + ["bash", "-c", cmd], bash, cwd, env, in_r, out_w, err_w,
-                    preexec_fn,
+                    preexec_fn, keep_fds,
                 )  # fmt: skip
                 break
             except OSError as exc:
@@ -636,6 +642,7 @@ def supervise(
     argv_prefix=(),  # type: Tuple[str, ...]
     token=None,  # type: Optional[str]
     on_spawn=None,  # type: Optional[Callable[[], None]]
+    keep_fds=(),  # type: Tuple[int, ...]
 ):
     # type: (...) -> Dict[str, object]
     """Run ``bash -c cmd``; stream chunks to ``on_chunk(1|2, data)``; return the status.
@@ -648,7 +655,9 @@ def supervise(
     full_env = dict(os.environ if env is None else env)
     full_env[TOKEN_VAR] = token
     start = time.monotonic()
-    proc, out_r, err_r = _spawn(cmd, full_env, cwd, stdin, preexec_fn, argv_prefix, on_spawn)
+    proc, out_r, err_r = _spawn(
+        cmd, full_env, cwd, stdin, preexec_fn, argv_prefix, on_spawn, keep_fds
+    )
     limits = _Limits(start, timeout, idle_timeout)
     pipes = _Pipes(out_r, err_r)
     expired = _pump(proc, pipes, on_chunk, limits)
