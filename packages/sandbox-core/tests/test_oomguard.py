@@ -48,6 +48,15 @@ def test_the_loader_is_sealed_and_execute_only() -> None:
     assert oomguard.loader_fds(PYTHON) == (fd,), "made once per process"
 
 
+def raise_init_score(pid: int) -> str:
+    """Raise the init's score from outside as the driver sets it: through the legacy
+    ``oom_adj`` (a write of ``oom_score_adj`` with ``CAP_SYS_RESOURCE`` would also raise the
+    floor its children inherit, and no command could reset its score then); a raise needs
+    no privilege, so this stands in for the -1000 where the tests lack it. The new score."""
+    Path(f"/proc/{pid}/oom_adj").write_text("8")
+    return Path(f"/proc/{pid}/oom_score_adj").read_text().strip()
+
+
 async def test_a_score_set_from_outside_is_the_inits_alone(tmp_path: Path) -> None:
     """What the driver sets on the init from outside (-1000 where it has
     CAP_SYS_RESOURCE; a raise, which needs none, stands in for it here) is neither
@@ -55,10 +64,10 @@ async def test_a_score_set_from_outside_is_the_inits_alone(tmp_path: Path) -> No
     backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
     async with backend.sandbox(SandboxSpec()) as sb:
         assert isinstance(sb, LocalSandbox) and sb._server is not None
-        Path(f"/proc/{sb._server.init_pid}/oom_score_adj").write_text("500")
+        score = raise_init_score(sb._server.init_pid)
         probe = "cat /proc/self/oom_score_adj; echo 7 > /proc/1/oom_score_adj || echo refused"
         r = await sb.exec(probe + "; cat /proc/1/oom_score_adj")
-        assert r.stdout.split() == ["0", "refused", "500"], r.output
+        assert r.stdout.split() == ["0", "refused", score], r.output
         async with sb.session() as sh:
             assert (await sh.run("cat /proc/self/oom_score_adj")).output.strip() == "0"
 
@@ -71,7 +80,7 @@ async def test_commands_reset_the_score_and_leave_no_trace(tmp_path: Path) -> No
     spec = SandboxSpec(resources={"cpu_time_s": 7})
     async with backend.sandbox(spec) as sb:
         assert isinstance(sb, LocalSandbox) and sb._server is not None
-        Path(f"/proc/{sb._server.init_pid}/oom_score_adj").write_text("500")
+        raise_init_score(sb._server.init_pid)
         r = await sb.exec(
             "cat /proc/self/oom_score_adj; ls /proc/$$/fd | tr '\\n' ' '; echo; "
             'echo "${BASH_ENV-unset} $0 $(ulimit -St) $(ulimit -Ht)"'
@@ -91,7 +100,7 @@ async def test_a_posix_bash_still_gets_its_score_reset(tmp_path: Path, env: dict
     backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
     async with backend.sandbox(SandboxSpec()) as sb:
         assert isinstance(sb, LocalSandbox) and sb._server is not None
-        Path(f"/proc/{sb._server.init_pid}/oom_score_adj").write_text("500")
+        raise_init_score(sb._server.init_pid)
         r = await sb.exec("cat /proc/self/oom_score_adj", env=env)
         assert r.stdout == "0\n", r.output
     await backend.aclose()
@@ -105,7 +114,7 @@ async def test_a_bash_a_command_could_replace_is_not_trusted(tmp_path: Path) -> 
         assert isinstance(sb, LocalSandbox) and sb._server is not None
         plant = "mkdir -p /tmp/bin && printf '#!/bin/sh\\ncat /proc/self/oom_score_adj\\n' > "
         await sb.exec(plant + "/tmp/bin/bash && chmod +x /tmp/bin/bash")
-        Path(f"/proc/{sb._server.init_pid}/oom_score_adj").write_text("500")
+        raise_init_score(sb._server.init_pid)
         r = await sb.exec("ignored", env={"PATH": "/tmp/bin:/usr/bin:/bin"})
         assert r.stdout == "0\n", r.output
     await backend.aclose()
