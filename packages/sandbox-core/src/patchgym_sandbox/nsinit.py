@@ -151,15 +151,63 @@ def prelude_for(env, argv_prefix):
     where the command could skip it: a bash that a writable directory could shadow (only
     a read-only mount is trusted), an environment that puts bash in POSIX mode, a wrapper
     ``argv_prefix``, an rlimit ``ulimit`` cannot set exactly, a Python without memfds."""
-    if argv_prefix or any(k in env for k in POSIX_ENV):
+    if argv_prefix or any(k in env for k in POSIX_ENV) or trusted_bash(env) is None:
         return None
+    return prelude_fd()
+
+
+def trusted_bash(env):
+    # type: (Dict[str, str]) -> Any
+    """The ``bash`` the ``PATH`` of ``env`` finds, where nothing inside can replace it (a
+    read-only mount); else None."""
     bash = SUP["_bash"](env.get("PATH", os.defpath))
-    if bash is None or not _read_only(bash):
-        return None
+    return bash if bash is not None and _read_only(bash) else None
+
+
+def prelude_fd():
+    # type: () -> Any
+    """The sealed prelude for this init's state (None where it cannot be made)."""
     protected = own_oom_score() != b"0"
     if protected not in PRELUDES:
         PRELUDES[protected] = _make_prelude(protected)
     return PRELUDES[protected]
+
+
+SHELL_KEEP = ("PS1", "PS2", "SHLVL")
+"""What a non-interactive bash changes in the environment it passes on (it unsets the
+prompts and counts itself in ``SHLVL``): the shell's first program sets them back."""
+
+
+def shell_start(argv, env, tty):
+    # type: (List[str], Dict[str, str], str) -> Any
+    """``(argv, executable, keep_fds)`` that start shell ``argv`` on pty ``tty`` with no
+    Python in the forked child (see :func:`apply_limits`); None where that cannot be
+    trusted (then the child takes the terminal and its limits before ``exec``).
+
+    The first program, a non-interactive bash, opens the pty by its path, which makes it
+    the controlling terminal of the new session (``setsid`` ran in the child), reads the
+    prelude where limits apply, sets back what it changed of the environment, then
+    becomes the shell."""
+    bash = trusted_bash(env)
+    if bash is None:
+        return None
+    script = ['exec 0<>"$1" 1>&0 2>&0 || exit 125']
+    args = [tty]
+    keep = ()  # type: Tuple[int, ...]
+    if limits_needed():
+        fd = prelude_fd()
+        if fd is None:
+            return None
+        keep = (fd,)
+        script.append(". /proc/self/fd/%d || exit 125" % fd)
+    for name in SHELL_KEEP:
+        if name in env:
+            args.append(env[name])
+            script.append('export %s="$%d"' % (name, len(args)))
+        else:
+            script.append("unset " + name)
+    script.append('shift %d; exec "$@"' % len(args))
+    return ["bash", "-c", "; ".join(script), "patchgym-shell", *args, *argv], bash, keep
 
 
 def _read_only(path):
@@ -285,17 +333,17 @@ class InitServer(_Server):  # type: ignore[misc]  # the base is untyped stdlib s
 
         args = SUP["json_loads"](binascii.a2b_base64(payload).decode())
         env = args.get("env")
+        env = dict(os.environ) if env is None else env
         master, slave = os.openpty()
         try:
+            start = shell_start(args["argv"], env, os.ttyname(slave))
+            take = None
+            if start is None:  # the child takes the terminal and its limits before exec
+                start = (args["argv"], None, ())
+                take = lambda: _take_tty(fcntl.ioctl, termios.TIOCSCTTY)  # noqa: E731
+            argv, executable, keep = start
             proc = start_owned(
-                args["argv"],
-                None,
-                args.get("cwd"),
-                dict(os.environ) if env is None else env,
-                slave,
-                slave,
-                slave,
-                lambda: _take_tty(fcntl.ioctl, termios.TIOCSCTTY),
+                argv, executable, args.get("cwd"), env, slave, slave, slave, take, keep
             )
         except OSError as exc:
             os.close(master)
