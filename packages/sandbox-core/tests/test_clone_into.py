@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from patchgym_sandbox.local import clone_into
+from patchgym_sandbox.local import clone_into, rootless
 
 ENV = {"PATH": "/usr/bin:/bin"}
 
@@ -111,3 +111,69 @@ def test_many_spawns_while_other_threads_allocate(group: tuple[Path, int]) -> No
         stop.set()
         for t in threads:
             t.join()
+
+
+def test_spawns_while_threads_want_the_interpreter_lock(group: tuple[Path, int]) -> None:
+    """Threads that wait for the interpreter's lock while a spawn holds it ask for it
+    (after the switch interval): a child cloned from this process would inherit that
+    request and wait forever to hand the lock over. Here (a big process, so a slow copy,
+    CPU-bound threads) that hung a child within seconds when the driver cloned itself;
+    the helper's children never run this interpreter."""
+    _, fd = group
+    stop = threading.Event()
+
+    def burn() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+
+    ballast = [bytearray(1 << 20) for _ in range(200)]
+    threads = [threading.Thread(target=burn) for _ in range(6)]
+    for t in threads:
+        t.start()
+    errors: list[BaseException] = []
+
+    def spawner() -> None:
+        try:
+            for _ in range(50):
+                proc = clone_into.CgroupPopen(["true"], env=ENV, cgroup_fd=fd)
+                assert proc.wait(timeout=60) == 0
+        except BaseException as exc:
+            errors.append(exc)
+
+    spawners = [threading.Thread(target=spawner) for _ in range(4)]
+    try:
+        for t in spawners:
+            t.start()
+        for t in spawners:
+            t.join(timeout=300)
+            assert not t.is_alive(), "a spawn hung"
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    del ballast
+    assert not errors, errors
+
+
+def test_the_child_sees_the_calling_threads_mounts(group: tuple[Path, int], tmp_path: Path) -> None:
+    """The child enters the mount namespace of the thread that spawned it: the local
+    backend stages a sandbox's host paths in such a thread's own namespace."""
+    _, fd = group
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "marker").write_text("seen")
+    out: list[bytes] = []
+
+    def in_own_namespace() -> None:
+        (staged,) = rootless.private_mounts([tmp_path / "a"])
+        proc = clone_into.CgroupPopen(
+            ["cat", str(staged / "marker")], env=ENV, cgroup_fd=fd, stdout=subprocess.PIPE
+        )
+        out.append(proc.communicate()[0])
+
+    clone_into.HELPER_PROCESS.ensure()
+    t = threading.Thread(target=in_own_namespace)
+    t.start()
+    t.join()
+    assert out == [b"seen"]
+    assert not (rootless.STAGE / "0" / "marker").exists(), "the staging stayed in that thread"

@@ -10,6 +10,7 @@ processes stayed. :func:`run_blocking` falls back to a thread of its own then.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -22,10 +23,12 @@ T = TypeVar("T")
 async def run_blocking(
     fn: Callable[..., T], *args: Any, executor: Executor | None = None, **kwargs: Any
 ) -> T:
-    """``loop.run_in_executor(executor, fn, ...)``; when the pool refuses the work (it was
-    shut down, as every pool is at interpreter exit), ``fn`` runs in a new daemon thread."""
+    """``loop.run_in_executor(executor, fn, ...)`` in a copy of the caller's context (as
+    ``asyncio.to_thread`` runs it: tracing spans stay the caller's); when the pool refuses
+    the work (it was shut down, as every pool is at interpreter exit), ``fn`` runs in a new
+    daemon thread."""
     loop = asyncio.get_running_loop()
-    call = partial(fn, *args, **kwargs)
+    call = partial(contextvars.copy_context().run, fn, *args, **kwargs)
     try:
         fut: asyncio.Future[T] = loop.run_in_executor(executor, call)
     except RuntimeError:  # "cannot schedule new futures after (interpreter) shutdown"

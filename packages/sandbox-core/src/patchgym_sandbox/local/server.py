@@ -296,6 +296,8 @@ def launch(
                     **common,
                 )
 
+            if cgroup_dir is not None:  # from here, not from a thread with private mounts
+                clone_into.HELPER_PROCESS.ensure()
             proc = spawn() if around is None else spawn_in_own_thread(around, spawn, "pg-bwrap")
     finally:
         for fd in (info_w, *blocks):
