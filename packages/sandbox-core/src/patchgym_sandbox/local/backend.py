@@ -123,13 +123,6 @@ class LocalBackend(SandboxBackend):
             self._executor = ThreadPoolExecutor(self.config.max_threads, "patchgym-local")
         return self._executor
 
-    async def offload(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn(*args)`` in this backend's pool (``max_threads``), not asyncio's default one:
-        that one has ``min(32, CPUs + 4)`` threads for the whole process, and a sandbox's
-        start holds one until its init is ready, so 64 starting at once queued behind six
-        (2 CPUs) or twenty (16)."""
-        return await run_blocking(fn, *args, executor=self.executor(), **kwargs)
-
     def use_overlay(self) -> bool:
         """Decided once per backend (sandboxes are provisioned from many threads at once)."""
         with self._lock:
@@ -189,7 +182,7 @@ class LocalBackend(SandboxBackend):
         return LocalSandbox(self, spec)
 
     async def list_sandboxes(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:
-        recs = await self.offload(records.read_all, self.config.state_dir)
+        recs = await asyncio.to_thread(records.read_all, self.config.state_dir)
         return [
             SandboxInfo(id=r.id, labels=r.labels, state="present")
             for r in recs
@@ -197,7 +190,7 @@ class LocalBackend(SandboxBackend):
         ]
 
     async def remove(self, sandbox_id: str) -> None:
-        await self.offload(remove_sandbox, self.config.state_dir, sandbox_id)
+        await run_blocking(remove_sandbox, self.config.state_dir, sandbox_id)
 
     async def reap(
         self, labels: Mapping[str, str] | None = None, *, expired: bool = True
@@ -205,15 +198,15 @@ class LocalBackend(SandboxBackend):
         """Also removes fork snapshots nothing references any more (a driver killed mid-fork)
         and empty cgroups of sandboxes that are gone (a removal that gave up on a busy one)."""
         removed = await super().reap(labels, expired=expired)
-        await self.offload(forks.sweep, self.config.state_dir)
+        await asyncio.to_thread(forks.sweep, self.config.state_dir)
         state = self.config.state_dir
-        await self.offload(cgroups.sweep, lambda sid: not (state / sid).exists())
-        await self.offload(sweep_backend_mounts, state)
+        await asyncio.to_thread(cgroups.sweep, lambda sid: not (state / sid).exists())
+        await asyncio.to_thread(sweep_backend_mounts, state)
         return removed
 
     async def aclose(self) -> None:
-        if self._executor is not None:  # what was handed to it still runs (a close's removal)
-            self._executor.shutdown(wait=False)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
         self._etc = None
         self._views = {}
@@ -316,7 +309,7 @@ class LocalSandbox(Sandbox):
         template = Path(self.spec.template).resolve() if self.spec.template else None
         if template is not None and not template.is_dir():
             raise ConfigError(f"local template {self.spec.template!r} is not a directory")
-        await self._backend.offload(self._provision, template)
+        await asyncio.to_thread(self._provision, template)
 
     def _provision(self, template: Path | None) -> None:
         state_dir = self._backend.config.state_dir
@@ -482,7 +475,7 @@ class LocalSandbox(Sandbox):
         self._channels.clear()
         if self._server is not None:
             self._server.detach()
-        await self._backend.offload(self._teardown)
+        await run_blocking(self._teardown)
 
     def _teardown(self) -> None:
         """Kill the server (everything in the namespace), then remove the rest: one
@@ -499,7 +492,7 @@ class LocalSandbox(Sandbox):
         # of a fork) the merged view is copied, so a snapshot never depends on another
         upper = self._upper if self._snapshot is None else None
         parts = {"root": upper or self._root, "tmp": self._tmp, "home": self._base / "home"}
-        snap = await self._backend.offload(
+        snap = await asyncio.to_thread(
             forks.take,
             self._backend.config.state_dir,
             parts,
@@ -514,7 +507,7 @@ class LocalSandbox(Sandbox):
         finally:
             # children that never started hold their reference still; the last drop removes it
             unstarted = [c.id for c in children if not c.started]
-            await self._backend.offload(forks.drop_refs, snap.path, unstarted)
+            await asyncio.to_thread(forks.drop_refs, snap.path, unstarted)
 
     async def _renew(self, lease_s: float) -> None:
         rec = records.read(self._backend.config.state_dir, self.id)
@@ -601,22 +594,22 @@ class LocalSandbox(Sandbox):
     async def _write_file(self, path: str, data: bytes, mode: int) -> None:
         self._check_alive()
         root, rel = self._host(path)
-        await self._backend.offload(self._as_root_inside, beneath.write_file, root, rel, data, mode)
+        await asyncio.to_thread(self._as_root_inside, beneath.write_file, root, rel, data, mode)
 
     async def _read_file(self, path: str, max_bytes: int) -> bytes:
         self._check_alive()
         root, rel = self._host(path)
-        return await self._backend.offload(
+        return await asyncio.to_thread(
             self._as_root_inside, beneath.read_file, root, rel, max_bytes
         )
 
     async def _put_archive(self, dest_dir: str, data: bytes) -> None:
         self._check_alive()
         root, rel = self._host(dest_dir)
-        await self._backend.offload(self._as_root_inside, beneath.unpack, root, rel, data)
+        await asyncio.to_thread(self._as_root_inside, beneath.unpack, root, rel, data)
 
     async def _get_archive(self, path: str) -> bytes:
         self._check_alive()
         root, rel = self._host(path)
         name = posixpath.basename(path.rstrip("/")) or "root"
-        return await self._backend.offload(self._as_root_inside, beneath.pack, root, rel, name)
+        return await asyncio.to_thread(self._as_root_inside, beneath.pack, root, rel, name)
