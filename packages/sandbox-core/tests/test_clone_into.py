@@ -177,3 +177,20 @@ def test_the_child_sees_the_calling_threads_mounts(group: tuple[Path, int], tmp_
     t.join()
     assert out == [b"seen"]
     assert not (rootless.STAGE / "0" / "marker").exists(), "the staging stayed in that thread"
+
+
+def test_a_forked_driver_gets_a_helper_of_its_own(group: tuple[Path, int]) -> None:
+    """A fork of the driver must not talk to its parent's helper (their requests would
+    interleave, and the children would be the parent's): it starts its own."""
+    _, fd = group
+    clone_into.HELPER_PROCESS.ensure()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the forked copy)
+        try:
+            code = clone_into.CgroupPopen(["true"], env=ENV, cgroup_fd=fd).wait(timeout=60)
+        except BaseException:
+            code = 99
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert clone_into.CgroupPopen(["true"], env=ENV, cgroup_fd=fd).wait(timeout=60) == 0

@@ -24,6 +24,7 @@ whether to use it.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -63,6 +64,9 @@ class _Helper:
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._proc: subprocess.Popen[bytes] | None = None
+        self._pid = 0
+        """The process the helper serves (a forked child of the driver starts its own)."""
+        atexit.register(self.close)
 
     def ensure(self) -> None:
         """Start the helper now (from a thread in the driver's own mount namespace: a
@@ -71,8 +75,11 @@ class _Helper:
             self._start()
 
     def _start(self) -> socket.socket:
-        if self._sock is not None and self._proc is not None and self._proc.poll() is None:
+        alive = self._proc is not None and self._proc.poll() is None
+        if self._sock is not None and alive and self._pid == os.getpid():
             return self._sock
+        if self._pid != os.getpid():  # a fork's copy: the parent's helper is not ours
+            self._sock = self._proc = None
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._proc = subprocess.Popen(
@@ -82,8 +89,21 @@ class _Helper:
             )
         finally:
             theirs.close()
-        self._sock = mine
+        self._sock, self._pid = mine, os.getpid()
         return mine
+
+    def close(self) -> None:
+        """End the helper (it exits when its socket closes) and reap it."""
+        with self._lock:
+            sock, proc, self._sock, self._proc = self._sock, self._proc, None, None
+            if sock is None or proc is None or self._pid != os.getpid():
+                return
+            sock.close()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
     def spawn(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         with self._lock:
