@@ -194,3 +194,20 @@ def test_a_forked_driver_gets_a_helper_of_its_own(group: tuple[Path, int]) -> No
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert clone_into.CgroupPopen(["true"], env=ENV, cgroup_fd=fd).wait(timeout=60) == 0
+
+
+def test_what_is_not_redirected_is_inherited(group: tuple[Path, int]) -> None:
+    """As a ``Popen`` child: descriptors 0-2 left alone are the parent's own."""
+    _, fd = group
+    r, w = os.pipe()
+    saved = os.dup(1)
+    try:
+        os.dup2(w, 1)
+        proc = clone_into.CgroupPopen(["echo", "inherited"], env=ENV, cgroup_fd=fd)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(w)
+    with os.fdopen(r, "rb") as fh:
+        assert fh.read() == b"inherited\n"

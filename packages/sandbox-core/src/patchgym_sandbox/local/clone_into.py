@@ -127,6 +127,14 @@ class _Helper:
 HELPER_PROCESS = _Helper()
 
 
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
 class CgroupPopen(subprocess.Popen):  # type: ignore[type-arg]
     """``Popen`` whose child starts in the cgroup v2 group open at ``cgroup_fd``.
 
@@ -158,7 +166,9 @@ class CgroupPopen(subprocess.Popen):  # type: ignore[type-arg]
                 raise FileNotFoundError(2, f"No such file or directory: {exe!r}")
             exe = found
         moves = [(p["p2cread"], 0), (p["c2pwrite"], 1), (p["errwrite"], 2)]
-        moves = [(src, dst) for src, dst in moves if src != -1]
+        # what is not redirected is this process's own, as a Popen child inherits it
+        moves = [(src if src != -1 else dst, dst) for src, dst in moves]
+        moves = [(src, dst) for src, dst in moves if src != dst or _is_open(src)]
         moves += [(fd, fd) for fd in p["pass_fds"]]
         mnt = os.open("/proc/thread-self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
         request = {
