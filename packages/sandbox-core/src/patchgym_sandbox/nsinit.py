@@ -96,7 +96,7 @@ def apply_limits():
     Only where :func:`prelude_for` cannot do the same after the exec: Python running in a
     forked child of this threaded server can deadlock (CPython 3.11 re-initialises its
     thread-state lock only after it needs it, and another thread may hold it at the fork)."""
-    if own_oom_score() != b"0":
+    if protected():
         try:
             if LIBC is not None:
                 LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE = 1
@@ -108,12 +108,13 @@ def apply_limits():
         setrlimit(which, (value, value))
 
 
-def limits_needed():
+def protected():
     # type: () -> bool
-    """Whether a command needs its limits set before it runs: rlimits were asked for, or
-    this init's ``oom_score_adj`` is not 0 (the driver protected it; commands must not
-    inherit that). Read at every spawn (the driver protects the init after it said READY)."""
-    return bool(LIMITS) or own_oom_score() != b"0"
+    """Whether this init's ``oom_score_adj`` is not 0 (the driver protected it; commands
+    must not inherit that). Read at every spawn, once: the driver protects the init after
+    it said READY. A command needs its limits set before it runs where this holds or
+    rlimits were asked for (``LIMITS``)."""
+    return own_oom_score() != b"0"
 
 
 def own_oom_score():
@@ -136,8 +137,8 @@ OOM score."""
 _RO_BASH = {}  # type: Dict[str, bool]
 
 
-def prelude_for(env, argv_prefix):
-    # type: (Dict[str, str], Any) -> Any
+def prelude_for(env, argv_prefix, reset_oom):
+    # type: (Dict[str, str], Any, bool) -> Any
     """A descriptor of the prelude every command's bash reads before its command (through
     ``BASH_ENV``, which the caller sets to ``/proc/self/fd/<it>``), or None where the
     limits must be set in the forked child (:func:`apply_limits`).
@@ -153,7 +154,7 @@ def prelude_for(env, argv_prefix):
     ``argv_prefix``, an rlimit ``ulimit`` cannot set exactly, a Python without memfds."""
     if argv_prefix or any(k in env for k in POSIX_ENV) or trusted_bash(env) is None:
         return None
-    return prelude_fd()
+    return prelude_fd(reset_oom)
 
 
 def trusted_bash(env):
@@ -164,13 +165,13 @@ def trusted_bash(env):
     return bash if bash is not None and _read_only(bash) else None
 
 
-def prelude_fd():
-    # type: () -> Any
-    """The sealed prelude for this init's state (None where it cannot be made)."""
-    protected = own_oom_score() != b"0"
-    if protected not in PRELUDES:
-        PRELUDES[protected] = _make_prelude(protected)
-    return PRELUDES[protected]
+def prelude_fd(reset_oom):
+    # type: (bool) -> Any
+    """The sealed prelude, made once for each value of ``reset_oom`` (None where it
+    cannot be made)."""
+    if reset_oom not in PRELUDES:
+        PRELUDES[reset_oom] = _make_prelude(reset_oom)
+    return PRELUDES[reset_oom]
 
 
 SHELL_KEEP = ("PS1", "PS2", "SHLVL")
@@ -194,8 +195,9 @@ def shell_start(argv, env, tty):
     script = ['exec 0<>"$1" 1>&0 2>&0 || exit 125']
     args = [tty]
     keep = ()  # type: Tuple[int, ...]
-    if limits_needed():
-        fd = prelude_fd()
+    reset_oom = protected()
+    if LIMITS or reset_oom:
+        fd = prelude_fd(reset_oom)
         if fd is None:
             return None
         keep = (fd,)
@@ -251,10 +253,11 @@ def _make_prelude(reset_oom):
 
 def _supervise_with_limits(*args, **kwargs):
     # type: (Any, Any) -> Any
-    if limits_needed():
+    reset_oom = protected()
+    if LIMITS or reset_oom:
         env = kwargs.get("env")
         env = dict(os.environ) if env is None else env
-        fd = prelude_for(env, kwargs.get("argv_prefix"))
+        fd = prelude_for(env, kwargs.get("argv_prefix"), reset_oom)
         if fd is None:
             kwargs["preexec_fn"] = apply_limits
         else:

@@ -4,7 +4,7 @@
 
 Run as ``python3 -I -S clone_helper.py <socket fd>`` by :mod:`.clone_into` (stdlib only).
 Each request on the ``SOCK_SEQPACKET`` socket is one JSON message with descriptors
-(``SCM_RIGHTS``): the group's directory, optionally a mount namespace to enter, then the
+(``SCM_RIGHTS``): the group's directory, the mount namespace to enter, then the
 child's descriptors in the order of ``"fds"`` (the numbers they take in the child). The
 child is made by ``clone3(CLONE_INTO_CGROUP | CLONE_PARENT)``: born in the group, and a
 child of the process that asked (which waits for it as for any child of its own). The
@@ -51,7 +51,7 @@ def child(req, mnt, sources, err_w):
     machine = os.uname().machine
     err_high = -1
     try:
-        if mnt >= 0 and LIBC.syscall(SYS_SETNS[machine], mnt, CLONE_NEWNS) != 0:
+        if LIBC.syscall(SYS_SETNS[machine], mnt, CLONE_NEWNS) != 0:
             raise OSError(ctypes.get_errno(), "setns")
         targets = req["fds"]
         floor = max(targets + sources + [err_w, 2]) + 1
@@ -92,8 +92,7 @@ def _above(fd, floor):
 
 def spawn(req, fds):
     # type: (Dict[str, Any], List[int]) -> Dict[str, Any]
-    group, rest = fds[0], fds[1:]
-    mnt = rest.pop(0) if req["mnt"] else -1
+    group, mnt, rest = fds[0], fds[1], fds[2:]
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     args = CloneArgs(flags=CLONE_INTO_CGROUP | CLONE_PARENT, exit_signal=0, cgroup=group)
     try:

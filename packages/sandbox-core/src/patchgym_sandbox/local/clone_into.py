@@ -25,6 +25,7 @@ whether to use it.
 from __future__ import annotations
 
 import atexit
+import inspect
 import json
 import os
 import shutil
@@ -37,13 +38,7 @@ from typing import Any
 
 HELPER = Path(__file__).with_name("clone_helper.py")
 MACHINES = ("x86_64", "aarch64")
-_PARAMS = (
-    "args", "executable", "preexec_fn", "close_fds", "pass_fds", "cwd", "env",
-    "startupinfo", "creationflags", "shell", "p2cread", "p2cwrite", "c2pread", "c2pwrite",
-    "errread", "errwrite", "restore_signals", "gid", "gids", "uid", "umask",
-    "start_new_session", "process_group",
-)  # fmt: skip
-"""``Popen._execute_child``'s parameters (CPython 3.11+)."""
+_PARAMS = list(inspect.signature(subprocess.Popen._execute_child).parameters)[1:]  # type: ignore[attr-defined]  # private, POSIX only
 
 
 def supported() -> bool:
@@ -75,11 +70,10 @@ class _Helper:
             self._start()
 
     def _start(self) -> socket.socket:
-        alive = self._proc is not None and self._proc.poll() is None
-        if self._sock is not None and alive and self._pid == os.getpid():
+        mine_now = self._pid == os.getpid()
+        if mine_now and self._sock is not None and self._proc and self._proc.poll() is None:
             return self._sock
-        if self._pid != os.getpid():  # a fork's copy: the parent's helper is not ours
-            self._sock = self._proc = None
+        self._stop()  # a dead helper's socket, or a fork's copy of its parent's
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._proc = subprocess.Popen(
@@ -93,17 +87,22 @@ class _Helper:
         return mine
 
     def close(self) -> None:
-        """End the helper (it exits when its socket closes) and reap it."""
         with self._lock:
-            sock, proc, self._sock, self._proc = self._sock, self._proc, None, None
-            if sock is None or proc is None or self._pid != os.getpid():
-                return
+            self._stop()
+
+    def _stop(self) -> None:
+        """Close this process's socket to the helper (the helper exits at its end) and
+        reap the helper, where it is this process's child (a fork's copy only closes)."""
+        sock, proc, self._sock, self._proc = self._sock, self._proc, None, None
+        if sock is not None:
             sock.close()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if proc is None or self._pid != os.getpid():
+            return
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
     def spawn(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         with self._lock:
@@ -117,8 +116,7 @@ class _Helper:
             else:
                 why = "it ended"
             if not reply:
-                self._sock = None
-                sock.close()
+                self._stop()
                 raise OSError(f"the clone helper did not answer ({why})")
         answer: dict[str, Any] = json.loads(reply)
         return answer
@@ -139,7 +137,7 @@ class CgroupPopen(subprocess.Popen):  # type: ignore[type-arg]
     """``Popen`` whose child starts in the cgroup v2 group open at ``cgroup_fd``.
 
     Supports what :func:`patchgym_sandbox.local.server.launch` uses: an argv list, ``env``,
-    ``stdin``/``stdout``/``stderr`` (pipes or descriptors above 2), ``pass_fds``,
+    ``stdin``/``stdout``/``stderr`` (pipes or descriptors), ``pass_fds``,
     ``start_new_session``; not ``preexec_fn``, ``cwd``, ``user``/``group``, ``shell`` or
     text mode. ``uid``: the child drops to that uid and gid, with no supplementary groups,
     before its exec (the helper stays root, which ``CLONE_INTO_CGROUP`` needs to write the
@@ -179,7 +177,6 @@ class CgroupPopen(subprocess.Popen):  # type: ignore[type-arg]
             "session": bool(p["start_new_session"]),
             "signals": bool(p["restore_signals"]),
             "uid": self._identity,
-            "mnt": True,
         }
         try:
             answer = HELPER_PROCESS.spawn(request, [self._cgroup_fd, mnt, *(s for s, _ in moves)])
