@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+from functools import cache
 from typing import Any
 
 MASKED_PATHS = (
@@ -118,8 +119,10 @@ def _arch_block(idx: int, ops: list[tuple[int, int, int | str, int | str]]) -> N
     ops.append((_RET, RET_ALLOW, 0, 0))
 
 
+@cache
 def bpf_program() -> bytes:
-    """The policy as a ``struct sock_filter[]`` for ``bwrap --seccomp FD``."""
+    """The policy as a ``struct sock_filter[]`` for ``bwrap --seccomp FD`` (built once: it
+    depends on nothing but this module)."""
     ops: list[tuple[int, int, int | str, int | str]] = [(_LD_W_ABS, OFF_ARCH, 0, 0)]
     ops.append((_JEQ, AUDIT_ARCH_X86_64, 0, "arm"))
     _arch_block(0, ops)

@@ -266,6 +266,10 @@ class Child:
         if timeout is None:
             return self._reap(True)  # type: ignore[return-value]  # a blocking reap always has a code
         deadline = time.monotonic() + timeout
+        if self._reap(False) is not None:
+            return self.returncode  # type: ignore[return-value]  # set by the reap above
+        if self.popen is None and self._wait_pidfd(deadline):
+            return self.returncode  # type: ignore[return-value]  # set by the reap
         delay = 0.0005
         while self._reap(False) is None:
             left = deadline - time.monotonic()
@@ -274,6 +278,24 @@ class Child:
             delay = min(delay * 2, left, 0.05)
             time.sleep(delay)
         return self.returncode  # type: ignore[return-value]  # set by the reap above
+
+    def _wait_pidfd(self, deadline):
+        # type: (float) -> bool
+        """Wait for the exit on a pidfd (woken by it, no polling): True once reaped, False
+        where this kernel or Python has no pidfd; :class:`WaitTimeout` at ``deadline``."""
+        try:
+            fd = os.pidfd_open(self.pid)  # type: ignore[attr-defined]  # Python >= 3.9
+        except (AttributeError, OSError):
+            return False
+        try:
+            while self._reap(False) is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise WaitTimeout()
+                select.select([fd], [], [], left)
+        finally:
+            os.close(fd)
+        return True
 
     def _reap(self, block):
         # type: (bool) -> Optional[int]

@@ -62,12 +62,17 @@ def bwrap_path() -> str:
 
 def interpreter_paths() -> list[Path]:
     """The running interpreter's installation and virtualenv (where tasks find python3)."""
+    return list(_interpreter_paths())
+
+
+@cache
+def _interpreter_paths() -> tuple[Path, ...]:
     found: list[Path] = []
     for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
         for q in (Path(p), Path(p).resolve()):
             if q not in found and q != Path("/") and not _under_system(q):
                 found.append(q)
-    return found
+    return tuple(found)
 
 
 def _under_system(p: Path) -> bool:
