@@ -9,7 +9,9 @@ to apply (an infra error, not a 0).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -75,16 +77,16 @@ def repo(tmp_path: Path) -> tuple[Path, str, str]:
 
 
 def plan_for(base: str, patch: str, **extra: object) -> GradingPlan:
-    return GradingPlan(
-        base_commit=base,
-        test_files=["tests/test_calc.py"],
-        test_patch=patch,
-        eval_script="pytest --no-header -rA --tb=no -p no:cacheprovider tests/test_calc.py",
-        fail_to_pass=F2P,
-        pass_to_pass=P2P,
-        timeout=120,
-        **extra,  # type: ignore[arg-type]
-    )
+    fields: dict[str, object] = {
+        "base_commit": base,
+        "test_files": ["tests/test_calc.py"],
+        "test_patch": patch,
+        "eval_script": "pytest --no-header -rA --tb=no -p no:cacheprovider tests/test_calc.py",
+        "fail_to_pass": F2P,
+        "pass_to_pass": P2P,
+        "timeout": 120,
+    }
+    return GradingPlan(**{**fields, **extra})  # type: ignore[arg-type]
 
 
 async def test_dir_sandbox_satisfies_protocol(tmp_path: Path) -> None:
@@ -242,6 +244,34 @@ async def test_r2e_plan_with_hidden_files(tmp_path: Path) -> None:
     assert verdict.resolved, verdict.tests
     (root / "calc.py").write_text(BUGGY)
     assert not (await plan.grade(DirSandbox(root))).resolved
+
+
+@pytest.mark.parametrize("grader", ["r2e", "swebench"])
+async def test_a_runner_that_cannot_start_is_a_crash_not_a_forgery(
+    repo: tuple[Path, str, str], request: pytest.FixtureRequest, grader: str
+) -> None:
+    """The canaries go missing with everything else when the test runner cannot even
+    start (here: a python without pytest, as a broken environment gives): the run scores
+    0 as a crash, never flagged as a forged log, for both graders."""
+    root, base, patch = repo
+    (root / "calc.py").write_text(FIXED)
+    bare = Path(tempfile.mkdtemp(prefix="pg-bare-"))  # no "pytest" in the runner's path
+    request.addfinalizer(lambda: shutil.rmtree(bare))
+    subprocess.run(["python3", "-m", "venv", "--without-pip", str(bare)], check=True)
+    pytest_cmd = f"{bare}/bin/python -m pytest -rA -p no:cacheprovider"
+    if grader == "r2e":
+        plan = GradingPlan(
+            grader="r2e",
+            hidden_files={"r2e_tests/test_1.py": HIDDEN_TESTS},
+            eval_script=f"{pytest_cmd} r2e_tests",
+            expected_output_json=json.dumps({"test_mul": "PASSED", "test_add": "PASSED"}),
+        )
+    else:
+        plan = plan_for(base, patch, eval_script=f"{pytest_cmd} tests/test_calc.py")
+    verdict = await plan.grade(DirSandbox(root), patch=FIXED)
+    assert (verdict.resolved, verdict.reward, verdict.infra_error) == (False, 0.0, None)
+    assert verdict.flags == [], verdict.rejected
+    assert "No module named pytest" in (verdict.rejected or ""), verdict.rejected
 
 
 def test_plan_is_data() -> None:

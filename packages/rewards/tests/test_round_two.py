@@ -90,6 +90,10 @@ def test_canary_host_only_when_the_file_is_collected_whole() -> None:
     assert canary_host("pytest -rxXs tests/test_x.py", files) == files[0]
     assert canary_host("pytest -rA tests/other.py", files) is None
     assert canary_host("./tests/runtests.py x", files) is None  # not pytest
+    # the runner is the command named pytest, not a path that contains the word
+    assert canary_host("/opt/pytest-env/bin/python -m pytest -rA tests", files) == files[0]
+    assert canary_host("pytest-3 -rA tests/test_x.py", files) == files[0]
+    assert canary_host("cat pytest.ini; python -m pytest -rA tests", files) == files[0]
 
 
 def test_canary_problem_readings() -> None:

@@ -7,6 +7,8 @@ import importlib
 import logging
 import os
 import shutil
+import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -292,3 +294,31 @@ async def test_reap_unmounts_what_a_killed_driver_left(tmp_path: Path, template:
     await backend.reap({L.RUN_ID: "killed"}, expired=False)
     await backend.aclose()
     assert str(state) not in Path("/proc/self/mountinfo").read_text()
+
+
+async def test_a_layered_environment_is_seen_by_the_tasks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``uv run --with`` runs the driver in an environment that lists its base's
+    site-packages in a ``.pth``: the tasks' python must find those packages too (else every
+    test run lacks pytest and a correct patch grades 0). Each such environment is mounted."""
+    from patchgym_sandbox.local import isolation
+
+    base = Path(tempfile.mkdtemp(prefix="pg-layer-", dir="/var/tmp"))  # not the sandbox's /tmp
+    try:
+        base.chmod(0o755)  # as an environment is (the sandbox's uid reads it)
+        (base / "pyvenv.cfg").write_text("home = /nowhere\n")
+        site = base / "lib" / "python3.11" / "site-packages"
+        site.mkdir(parents=True)
+        (site / "layered_mod.py").write_text("NAME = 'layered'\n")
+        monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+        isolation._interpreter_paths.cache_clear()
+        assert base in isolation.interpreter_paths()
+        backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
+        async with backend.sandbox(SandboxSpec()) as sb:
+            res = await sb.exec(f"cat {site}/layered_mod.py; touch {site}/x")
+        assert res.stdout == "NAME = 'layered'\n" and res.exit_code != 0  # read-only
+        await backend.aclose()
+    finally:
+        isolation._interpreter_paths.cache_clear()
+        shutil.rmtree(base)

@@ -88,6 +88,11 @@ def _stops_early(token: str) -> bool:
     )
 
 
+_PYTEST = re.compile(r"py\.?test(?:-?[\d.]+)?")
+"""A pytest command's name (``pytest``, ``py.test``, ``pytest-3``), not a path that only
+contains the word (``/opt/pytest-env/bin/python``, whose ``-m`` is then no selector)."""
+
+
 def canary_host(eval_script: str, candidates: list[str]) -> str | None:
     """The first candidate test file the eval script's pytest run collects whole, or None.
 
@@ -100,7 +105,9 @@ def canary_host(eval_script: str, candidates: list[str]) -> str | None:
         tokens = shlex.split(eval_script, comments=True)
     except ValueError:
         tokens = eval_script.split()
-    runner = next((i for i, t in enumerate(tokens) if "pytest" in t), None)
+    runner = next(
+        (i for i, t in enumerate(tokens) if _PYTEST.fullmatch(t.rsplit("/", 1)[-1])), None
+    )
     if runner is None:
         return None
     tokens = tokens[runner + 1 :]  # pytest's own arguments (``python -m`` is not a selector)

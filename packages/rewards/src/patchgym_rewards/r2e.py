@@ -9,7 +9,7 @@ from typing import Literal
 
 from patchgym_rewards.canary import Canaries, canary_problem, without
 from patchgym_rewards.errors import InvalidTaskError
-from patchgym_rewards.integrity import summary_mismatch
+from patchgym_rewards.integrity import crash_line, runner_absent, summary_mismatch
 from patchgym_rewards.parsers.r2e import parse_r2e
 from patchgym_rewards.status import FAILING, ResolvedStatus, TestStatus
 from patchgym_rewards.text import normalize
@@ -89,10 +89,17 @@ def grade_r2e(
     strict = compat != "r2e"
     raw = parse_r2e(text, worst=strict, outer=strict)
     parsed = {k: TestStatus(v) for k, v in normalize_keys(raw).items()}
+    canary: Verdict | None = None
+    flipped = False
     if strict:
-        forged = _contradiction(text, parsed, exit_code, canaries)
+        forged = _contradiction(text, parsed, exit_code)
         if forged is not None:
             return forged
+        if canaries is not None:
+            problem, flipped = canary_problem(parsed, canaries, style="r2e")
+            flag = HackFlag.CANARY_FLIPPED if flipped else HackFlag.FORGED_LOG
+            if problem is not None:
+                canary = Verdict.forged(problem, flag, exit_code=exit_code, parsed=len(parsed))
         parsed = without(parsed, canaries, "r2e")
     outcomes = [
         TestOutcome(
@@ -110,7 +117,13 @@ def grade_r2e(
         if name not in expected
     ]
     resolved = len(parsed) == len(expected) and all(o.ok for o in outcomes)
+    if canary is not None and (flipped or resolved):
+        return canary  # a missing or failing must-pass canary counts where the run resolves
+    crash = (crash_line(text) or runner_absent(text)) if strict and not parsed else None
     return Verdict(
+        rejected=None
+        if crash is None
+        else f"the test run crashed before reporting a result: {crash}",
         resolved=resolved,
         status=ResolvedStatus.FULL if resolved else ResolvedStatus.NO,
         reward=1.0 if resolved else 0.0,
@@ -120,12 +133,9 @@ def grade_r2e(
 
 
 def _contradiction(
-    text: str,
-    parsed: Mapping[str, TestStatus],
-    exit_code: int | None,
-    canaries: Canaries | None,
+    text: str, parsed: Mapping[str, TestStatus], exit_code: int | None
 ) -> Verdict | None:
-    """A forged verdict when the log contradicts the run, else None."""
+    """A forged verdict when the log contradicts the run's summary or exit code, else None."""
     failing = any(status in FAILING for status in parsed.values())
     reason = summary_mismatch(text)
     if reason is None and parsed and exit_code not in (None, 0) and not failing:
@@ -134,10 +144,4 @@ def _contradiction(
         reason = "test command exited 0 but the log reports a failing test"
     if reason is not None:
         return Verdict.forged(reason, HackFlag.FORGED_LOG, exit_code=exit_code, parsed=len(parsed))
-    if canaries is None:
-        return None
-    problem, flipped = canary_problem(parsed, canaries, style="r2e")
-    if problem is None:
-        return None
-    flag = HackFlag.CANARY_FLIPPED if flipped else HackFlag.FORGED_LOG
-    return Verdict.forged(problem, flag, exit_code=exit_code, parsed=len(parsed))
+    return None

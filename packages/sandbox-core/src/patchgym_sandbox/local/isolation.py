@@ -61,18 +61,36 @@ def bwrap_path() -> str:
 
 
 def interpreter_paths() -> list[Path]:
-    """The running interpreter's installation and virtualenv (where tasks find python3)."""
+    """The running interpreter's installation and virtualenv (where tasks find python3),
+    and every other environment whose site-packages is on its ``sys.path``: a layered
+    environment (``uv run --with``) lists its base's in a ``.pth`` file, and the tasks'
+    python must find the packages there as the driver does."""
     return list(_interpreter_paths())
 
 
 @cache
 def _interpreter_paths() -> tuple[Path, ...]:
     found: list[Path] = []
-    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
-        for q in (Path(p), Path(p).resolve()):
-            if q not in found and q != Path("/") and not _under_system(q):
+    prefixes = [
+        Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+    ]
+    layered = [_environment_of(Path(p)) for p in sys.path if p.endswith(_SITE_DIRS)]
+    for p in [*prefixes, *layered]:
+        for q in (p, p.resolve()):
+            inside = any(q == f or f in q.parents for f in found)
+            if not inside and q != Path("/") and not _under_system(q) and q.is_dir():
                 found.append(q)
     return tuple(found)
+
+
+_SITE_DIRS = ("site-packages", "dist-packages")
+
+
+def _environment_of(site: Path) -> Path:
+    """The virtual environment holding ``site`` (``<env>/lib/pythonX.Y/site-packages``), or
+    the folder itself outside one."""
+    env = site.parent.parent.parent
+    return env if (env / "pyvenv.cfg").is_file() else site
 
 
 def _under_system(p: Path) -> bool:
