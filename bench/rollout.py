@@ -23,7 +23,10 @@ Reported: episodes per minute of each, ours / floor, and the event-loop lag (how
 ``grading_close`` are the fresh grading sandbox's), beside each side's CPU seconds per
 episode (the whole machine's busy time around the side's runs, ``/proc/stat``: on a quiet
 machine, what the side and everything it started used; on a full one, throughput follows
-it). Run it with bytecode compiled
+it), and the driver process's own user and system CPU per episode: its Python runs one
+thread at a time, so 60 s / its user CPU per episode bounds ours' episodes per minute on any
+number of cores (``driver-bound ep/min``; the system time, mounts and cgroups in its
+threads, runs in parallel). Run it with bytecode compiled
 (``uv sync --locked --compile-bytecode``): without it both sides compile pytest on every
 test run and the harness's own cost is hidden (it warns). Targets: ≥ 90% of the floor at
 c = 8 and c = 64, loop lag p99 < 50 ms at c = 64. Not a test: nothing here fails.
@@ -37,6 +40,7 @@ import contextlib
 import json
 import math
 import os
+import resource
 import shlex
 import subprocess
 import tempfile
@@ -145,6 +149,11 @@ def missing_bytecode() -> bool:
     return not Path(importlib.util.cache_from_source(pytest.__file__)).is_file()
 
 
+PHASE_COLUMN = 7
+"""The phases table's first phase column (after concurrency, the two walls, the two CPUs,
+the driver's CPU and its bound)."""
+
+
 def floor_group() -> tuple[Path | None, str]:
     """Where the floor's commands run: a group beside the sandboxes' own, under the same
     parent, so that on a busy host the scheduler weighs both sides alike (the sandboxes'
@@ -219,7 +228,7 @@ async def round_for(
 ) -> list[str]:
     """``rounds`` runs of each side at concurrency ``c``, in the order floor, ours, ours,
     floor, ... (a load that drifts during the rounds weighs on both sides alike)."""
-    f_wall = o_wall = f_cpu = o_cpu = 0.0
+    f_wall = o_wall = f_cpu = o_cpu = o_user = o_sys = 0.0
     f_n = o_n = 0
     lags: list[float] = []
     run_dirs: list[Path] = []
@@ -231,8 +240,12 @@ async def round_for(
                 f_wall, f_n, f_cpu = f_wall + wall, f_n + n, f_cpu + machine_cpu_s() - busy
             else:
                 run_dirs.append(work / f"run-c{c}-{k}")
+                before = resource.getrusage(resource.RUSAGE_SELF)
                 wall, n, lag = await ours(tasks, c, episodes, work, run_dirs[-1])
+                after = resource.getrusage(resource.RUSAGE_SELF)
                 o_wall, o_n, o_cpu = o_wall + wall, o_n + n, o_cpu + machine_cpu_s() - busy
+                o_user += after.ru_utime - before.ru_utime
+                o_sys += after.ru_stime - before.ru_stime
                 lags += lag.lags
     means = phase_means(run_dirs)
     for name in means:
@@ -244,7 +257,9 @@ async def round_for(
         f"{o_wall * c / o_n:.2f}",
         f"{f_cpu / f_n:.3f}",
         f"{o_cpu / o_n:.3f}",
-        *(f"{means.get(str(col.header), 0):.3f}" for col in phases.columns[5:]),
+        f"{o_user / o_n * 1000:.1f} / {o_sys / o_n * 1000:.1f}",
+        f"{60 * o_n / o_user:.0f}" if o_user else "-",
+        *(f"{means.get(str(col.header), 0):.3f}" for col in phases.columns[PHASE_COLUMN:]),
     )
     f_rate, o_rate = f_n / f_wall * 60, o_n / o_wall * 60
     return [
@@ -275,6 +290,8 @@ async def main_async(args: argparse.Namespace) -> None:
     phases.add_column("ours wall × c / episodes")
     phases.add_column("floor CPU s/ep")
     phases.add_column("ours CPU s/ep")
+    phases.add_column("driver user / sys ms/ep")
+    phases.add_column("driver-bound ep/min")
     console.print(
         "floor: per episode `cp -a` of the task's template, `git apply` gold (and test patch, "
         "or copy the hidden tests), then its eval script under `bash -c` with the task's own "
