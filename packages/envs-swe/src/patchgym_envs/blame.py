@@ -12,7 +12,9 @@ is infrastructure; otherwise a failure is the policy's when a **control** succee
 without it — for a lost episode sandbox, a fresh sandbox of the same
 spec starts and answers; for grading, the same task graded without the patch raises no
 infrastructure error. When the control fails too, the engine or the task is at fault.
-The control costs one more sandbox, and only on failure.
+A graded run that found no test runner (``No module named pytest``) gets the same control:
+the patch scores 0 when the tests run without it, else the environment lacks the runner
+(infrastructure). The control costs one more sandbox, and only on failure.
 """
 
 from __future__ import annotations

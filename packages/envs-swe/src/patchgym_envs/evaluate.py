@@ -54,6 +54,7 @@ async def evaluate_patch(
     spec = await env.aspec(task, backend, rollout_id=rollout_id, grading=True)
     sandbox = backend.sandbox(spec)
     applied = False
+    absent: str | None = None
     times = lifecycle if lifecycle is not None else {}
     t0 = time.monotonic()
     try:
@@ -72,6 +73,7 @@ async def evaluate_patch(
         verdict, log = await grading.grade_logged(task, sandbox, patch=patch)
         if log_path is not None and log:
             grading.keep_log(log_path, log)
+        absent = _runner_absent(verdict, log)
         await ensure_alive(sandbox)
         verdict = verdict.model_copy(update={"grading_sandbox": "fresh"})
     except (InfraError, *SANDBOX_FILE_ERRORS) as exc:
@@ -84,9 +86,41 @@ async def evaluate_patch(
         t0 = time.monotonic()
         await sandbox.close()
         _add(times, "grading_close", time.monotonic() - t0)
-    if verdict.infra_error is None or not blame_patch or not patch.strip():
+    if not blame_patch or not patch.strip():
+        return verdict
+    if absent is not None:
+        return await _runner_control(task, verdict, absent, backend, python, run_id, env)
+    if verdict.infra_error is None:
         return verdict
     return await _control(task, verdict, backend, python=python, run_id=run_id, env=env)
+
+
+def _runner_absent(verdict: Verdict, log: str) -> str | None:
+    """The line saying the eval script's test runner is not there, in a run that reported
+    no test at all (``No module named pytest``), or None."""
+    if verdict.resolved or verdict.infra_error is not None or verdict.parsed:
+        return None
+    return grading.runner_absent(log)
+
+
+async def _runner_control(
+    task: Task,
+    failed: Verdict,
+    absent: str,
+    backend: SandboxBackend,
+    python: str | None,
+    run_id: str | None,
+    env: EnvConfig | None,
+) -> Verdict:
+    """The patched run found no test runner: the patch scores 0 when the task's tests run
+    without it; when they report nothing without it either, the environment lacks the
+    runner (a broken image or interpreter), infrastructure, not a 0 to train on."""
+    control = await evaluate_patch(task, "", backend, python=python, run_id=run_id, env=env)
+    if control.infra_error is None and (control.resolved or control.parsed):
+        return failed
+    return Verdict.infra(
+        f"the eval script's test runner is missing, with and without the patch: {absent}"
+    )
 
 
 def _add(times: dict[str, float], name: str, seconds: float) -> None:

@@ -27,6 +27,7 @@ from patchgym_rewards import (
 )
 from patchgym_rewards.gitreads import reads_outside_head
 from patchgym_rewards.gitsafe import CLEAN_CONFIG, GIT, TAMPERED, tampered
+from patchgym_rewards.integrity import runner_absent
 from patchgym_rewards.r2e import load_expected
 from patchgym_rewards.sandbox import SandboxLike
 from patchgym_rewards.verdict import HackFlag
@@ -48,6 +49,7 @@ __all__ = [
     "parser_for",
     "plan_for",
     "reads_git_outside_head",
+    "runner_absent",
     "shaped",
     "tampered",
 ]
