@@ -281,8 +281,9 @@ class Child:
 
     def _wait_pidfd(self, deadline):
         # type: (float) -> bool
-        """Wait for the exit on a pidfd (woken by it, no polling): True once reaped, False
-        where this kernel or Python has no pidfd; :class:`WaitTimeout` at ``deadline``."""
+        """Wait for the exit on a pidfd (woken by it; rechecked every 50 ms in case a
+        kernel never wakes it): True once reaped, False where this kernel or Python has no
+        pidfd; :class:`WaitTimeout` at ``deadline``."""
         try:
             fd = os.pidfd_open(self.pid)  # type: ignore[attr-defined]  # Python >= 3.9
         except (AttributeError, OSError):
@@ -292,7 +293,7 @@ class Child:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise WaitTimeout()
-                select.select([fd], [], [], left)
+                select.select([fd], [], [], min(left, 0.05))  # a kernel that never wakes it: a poll
         finally:
             os.close(fd)
         return True
