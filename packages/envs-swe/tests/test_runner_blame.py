@@ -13,8 +13,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from patchgym_envs import EnvConfig, bundled_task, evaluate_patch
-from patchgym_sandbox import SandboxBackend, SandboxSpec
+from patchgym_sandbox import Sandbox, SandboxBackend, SandboxLost, SandboxSpec
 
 
 async def test_a_runner_missing_with_and_without_the_patch_is_infra(
@@ -71,3 +73,47 @@ async def test_a_patch_that_removes_the_runner_scores_zero(
     assert verdict.reward == 0.0 and "No module named runner_shim" in (verdict.rejected or "")
     assert len(specs) == 2  # the control ran the tests without the patch
     assert (await evaluate_patch(shimmed, task.gold_patch, backend, env=env)).resolved
+
+
+FAKE_ABSENT = """\
+import os as _os
+
+with open("/proc/%d/fd/1" % _os.getppid(), "w") as _out:  # past pytest's capture
+    _out.write("pg-runner: command not found\\n")
+_os._exit(1)
+"""
+
+
+async def test_a_patch_faking_a_missing_runner_then_losing_the_sandbox_scores_zero(
+    backend: SandboxBackend,
+    specs: list[SandboxSpec],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The attack on the runner control: a patch whose code prints a missing runner's line
+    and then leaves the sandbox unanswering (here the probe after the run is made to fail,
+    as a patch that exhausts the pids does) must not turn its 0 into a masked infra
+    episode: the lost sandbox's own blame decides, and its control grading succeeds."""
+    from patchgym_envs import evaluate as evaluate_module
+    from patchgym_envs.bundled.template import materialise
+
+    root, _ = materialise("csvlite")
+    work = tmp_path / "w"
+    subprocess.run(["cp", "-a", str(root), str(work)], check=True)
+    parser = work / "csvlite" / "parser.py"
+    parser.write_text(FAKE_ABSENT + parser.read_text())
+    patch = git(work, "diff")
+    real = evaluate_module.ensure_alive
+    probes: list[str] = []
+
+    async def lost_after_the_patched_run(sandbox: Sandbox) -> None:
+        probes.append(sandbox.id)
+        if len(probes) == 1:
+            raise SandboxLost(f"sandbox {sandbox.id} stopped answering")
+        await real(sandbox)
+
+    monkeypatch.setattr(evaluate_module, "ensure_alive", lost_after_the_patched_run)
+    verdict = await evaluate_patch(bundled_task("csvlite"), patch, backend, blame_patch=True)
+    assert verdict.infra_error is None, verdict
+    assert verdict.reward == 0.0 and not verdict.resolved, verdict
+    assert len(specs) == 2  # the grading and the control without the patch

@@ -88,7 +88,7 @@ async def evaluate_patch(
         _add(times, "grading_close", time.monotonic() - t0)
     if not blame_patch or not patch.strip():
         return verdict
-    if absent is not None:
+    if absent is not None and verdict.infra_error is None:  # else the sandbox's blame below
         return await _runner_control(task, verdict, absent, backend, python, run_id, env)
     if verdict.infra_error is None:
         return verdict

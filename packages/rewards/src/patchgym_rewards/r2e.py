@@ -119,7 +119,11 @@ def grade_r2e(
     resolved = len(parsed) == len(expected) and all(o.ok for o in outcomes)
     if canary is not None and (flipped or resolved):
         return canary  # a missing or failing must-pass canary counts where the run resolves
-    crash = (crash_line(text) or runner_absent(text)) if strict and not parsed else None
+    crash = (
+        (crash_line(text) or runner_absent(text))
+        if strict and not parsed and not resolved
+        else None
+    )
     return Verdict(
         rejected=None
         if crash is None
