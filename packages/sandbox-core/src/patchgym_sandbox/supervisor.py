@@ -285,7 +285,7 @@ class Child:
         kernel never wakes it): True once reaped, False where this kernel or Python has no
         pidfd; :class:`WaitTimeout` at ``deadline``."""
         try:
-            fd = os.pidfd_open(self.pid)  # type: ignore[attr-defined]  # Python >= 3.9
+            fd = os.pidfd_open(self.pid)  # Python >= 3.9 (AttributeError before)
         except (AttributeError, OSError):
             return False
         try:
