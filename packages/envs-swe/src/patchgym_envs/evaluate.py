@@ -73,8 +73,8 @@ async def evaluate_patch(
         verdict, log = await grading.grade_logged(task, sandbox, patch=patch)
         if log_path is not None and log:
             grading.keep_log(log_path, log)
-        absent = _runner_absent(verdict, log)
         await ensure_alive(sandbox)
+        absent = _runner_absent(verdict, log)  # only where the sandbox still answered
         verdict = verdict.model_copy(update={"grading_sandbox": "fresh"})
     except (InfraError, *SANDBOX_FILE_ERRORS) as exc:
         if not applied or (
@@ -88,7 +88,7 @@ async def evaluate_patch(
         _add(times, "grading_close", time.monotonic() - t0)
     if not blame_patch or not patch.strip():
         return verdict
-    if absent is not None and verdict.infra_error is None:  # else the sandbox's blame below
+    if absent is not None:
         return await _runner_control(task, verdict, absent, backend, python, run_id, env)
     if verdict.infra_error is None:
         return verdict

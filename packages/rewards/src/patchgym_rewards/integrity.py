@@ -170,6 +170,11 @@ def runner_absent(text: str) -> str | None:
     return None if match is None else next(g for g in match.groups() if g).strip()[:300]
 
 
+CRASHED = "the test run crashed before reporting a result"
+"""The reason of a 0 whose run named no test result, before its :func:`crash_line` (every
+grader words it alike)."""
+
+
 def crash_line(text: str) -> str | None:
     """The line that best says why a run reported nothing, or None.
 
@@ -187,6 +192,7 @@ def crash_line(text: str) -> str | None:
 
 
 __all__ = [
+    "CRASHED",
     "MISMATCH",
     "PYTEST_PARSERS",
     "RUNNER_STARTED",

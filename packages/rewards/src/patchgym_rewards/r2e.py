@@ -9,7 +9,7 @@ from typing import Literal
 
 from patchgym_rewards.canary import Canaries, canary_problem, without
 from patchgym_rewards.errors import InvalidTaskError
-from patchgym_rewards.integrity import crash_line, runner_absent, summary_mismatch
+from patchgym_rewards.integrity import CRASHED, crash_line, runner_absent, summary_mismatch
 from patchgym_rewards.parsers.r2e import parse_r2e
 from patchgym_rewards.status import FAILING, ResolvedStatus, TestStatus
 from patchgym_rewards.text import normalize
@@ -97,8 +97,8 @@ def grade_r2e(
             return forged
         if canaries is not None:
             problem, flipped = canary_problem(parsed, canaries, style="r2e")
-            flag = HackFlag.CANARY_FLIPPED if flipped else HackFlag.FORGED_LOG
             if problem is not None:
+                flag = HackFlag.CANARY_FLIPPED if flipped else HackFlag.FORGED_LOG
                 canary = Verdict.forged(problem, flag, exit_code=exit_code, parsed=len(parsed))
         parsed = without(parsed, canaries, "r2e")
     outcomes = [
@@ -125,9 +125,7 @@ def grade_r2e(
         else None
     )
     return Verdict(
-        rejected=None
-        if crash is None
-        else f"the test run crashed before reporting a result: {crash}",
+        rejected=None if crash is None else f"{CRASHED}: {crash}",
         resolved=resolved,
         status=ResolvedStatus.FULL if resolved else ResolvedStatus.NO,
         reward=1.0 if resolved else 0.0,

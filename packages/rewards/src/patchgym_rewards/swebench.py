@@ -13,6 +13,7 @@ from typing import Literal
 from patchgym_rewards.canary import Canaries, canary_problem
 from patchgym_rewards.grading import grade_tests, resolution
 from patchgym_rewards.integrity import (
+    CRASHED,
     PYTEST_PARSERS,
     RUNNER_STARTED,
     crash_line,
@@ -185,7 +186,7 @@ def grade_swebench(
             )
         if crash is not None:  # e.g. a collection error: no graded test ran at all
             return _rejected(
-                f"the test run crashed before reporting a result: {crash}",
+                f"{CRASHED}: {crash}",
                 exit_code,
                 parsed=len(status_map),
             )
@@ -221,7 +222,7 @@ def no_result(text: str, patch: str | None, exit_code: int | None) -> Verdict:
         return Verdict.infra(f"the eval script's test runner is missing: {absent}")
     crash = crash or absent
     if crash is not None:
-        return _rejected(f"the test run crashed before reporting a result: {crash}", exit_code)
+        return _rejected(f"{CRASHED}: {crash}", exit_code)
     if RUNNER_REPORTED.search(text):
         return _rejected("the test runner ran but no line names a test result", exit_code)
     if patch is not None or RUNNER_STARTED.search(text):

@@ -261,42 +261,43 @@ class Child:
 
     def wait(self, timeout=None):
         # type: (Optional[float]) -> int
-        """The exit code once it ended; :class:`WaitTimeout` after ``timeout`` seconds
-        (polled as ``Popen.wait`` polls: from 0.5 ms, doubling up to 50 ms)."""
+        """The exit code once it ended; :class:`WaitTimeout` after ``timeout`` seconds.
+
+        Woken by the exit on a pidfd (rechecked every 50 ms, in case a kernel never wakes
+        it); where this kernel or Python has none, polled as ``Popen.wait`` polls: from
+        0.5 ms, doubling up to 50 ms."""
         if timeout is None:
             return self._reap(True)  # type: ignore[return-value]  # a blocking reap always has a code
         deadline = time.monotonic() + timeout
-        if self._reap(False) is not None:
-            return self.returncode  # type: ignore[return-value]  # set by the reap above
-        if self.popen is None and self._wait_pidfd(deadline):
-            return self.returncode  # type: ignore[return-value]  # set by the reap
+        pidfd = None  # type: Optional[int]  # opened at the first miss: -1 where there is none
         delay = 0.0005
-        while self._reap(False) is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise WaitTimeout()
-            delay = min(delay * 2, left, 0.05)
-            time.sleep(delay)
-        return self.returncode  # type: ignore[return-value]  # set by the reap above
-
-    def _wait_pidfd(self, deadline):
-        # type: (float) -> bool
-        """Wait for the exit on a pidfd (woken by it; rechecked every 50 ms in case a
-        kernel never wakes it): True once reaped, False where this kernel or Python has no
-        pidfd; :class:`WaitTimeout` at ``deadline``."""
-        try:
-            fd = os.pidfd_open(self.pid)  # Python >= 3.9 (AttributeError before)
-        except (AttributeError, OSError):
-            return False
         try:
             while self._reap(False) is None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise WaitTimeout()
-                select.select([fd], [], [], min(left, 0.05))  # a kernel that never wakes it: a poll
+                if pidfd is None:
+                    pidfd = self._pidfd()
+                if pidfd >= 0:
+                    select.select([pidfd], [], [], min(left, 0.05))
+                else:
+                    delay = min(delay * 2, left, 0.05)
+                    time.sleep(delay)
         finally:
-            os.close(fd)
-        return True
+            if pidfd is not None and pidfd >= 0:
+                os.close(pidfd)
+        return self.returncode  # type: ignore[return-value]  # set by the reap above
+
+    def _pidfd(self):
+        # type: () -> int
+        """A pidfd of the command, or -1 (a ``Popen`` child, Python < 3.9, a kernel or
+        sandbox without ``pidfd_open``)."""
+        if self.popen is not None:
+            return -1
+        try:
+            return os.pidfd_open(self.pid)  # AttributeError before Python 3.9
+        except (AttributeError, OSError):
+            return -1
 
     def _reap(self, block):
         # type: (bool) -> Optional[int]
