@@ -118,3 +118,19 @@ async def test_a_bash_a_command_could_replace_is_not_trusted(tmp_path: Path) -> 
         r = await sb.exec("ignored", env={"PATH": "/tmp/bin:/usr/bin:/bin"})
         assert r.stdout == "0\n", r.output
     await backend.aclose()
+
+
+async def test_without_the_loader_the_init_is_still_not_dumpable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no execute-only loader starts the init (a static Python; a driver that is
+    not root gets none that helps), the init makes itself non-dumpable (``prctl`` through
+    ``_ctypes``, ``nsinit.find_prctl``): commands, root inside with no capabilities, still
+    cannot open its descriptors, the pipes to the driver."""
+    monkeypatch.setattr(oomguard, "loader_fd", lambda python: None)
+    backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
+    async with backend.sandbox(SandboxSpec()) as sb:
+        assert isinstance(sb, LocalSandbox) and sb._server is not None
+        r = await sb.exec("(: </proc/1/fd/0) 2>/dev/null && echo opened || echo refused")
+        assert r.stdout == "refused\n", r.output
+    await backend.aclose()

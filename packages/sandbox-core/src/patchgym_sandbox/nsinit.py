@@ -72,7 +72,9 @@ SPAWN_LOCK = _thread.allocate_lock()
 OWNED = {}  # type: Dict[int, Any]
 """The supervisor's ``Child`` of each command and shell, by pid: the reaper leaves them to
 their owners."""
-LIBC = None  # type: Any
+PRCTL = None  # type: Any
+"""The C library's ``prctl(option, arg2, ...)`` once :func:`main` found it (see
+:func:`find_prctl`), or None."""
 _START = SUP["start_child"]
 
 
@@ -98,8 +100,8 @@ def apply_limits():
     thread-state lock only after it needs it, and another thread may hold it at the fork)."""
     if protected():
         try:
-            if LIBC is not None:
-                LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE = 1
+            if PRCTL is not None:
+                PRCTL(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE = 1
             with open("/proc/self/oom_score_adj", "w") as fh:
                 fh.write("0")
         except OSError:
@@ -441,18 +443,38 @@ def _newest_job(sid):
     return newest
 
 
-def main():
-    # type: () -> None
-    global LIBC
+def find_prctl():
+    # type: () -> Any
+    """The C library's ``prctl`` as a callable (int and bytes arguments), or None.
+    Through ``_ctypes`` alone where it has the three functions this needs (CPython 3.6 to
+    3.13 has): importing the ``ctypes`` package costs ~6 ms of every sandbox's start (its
+    classes, ``struct``), its C half and one lookup ~0.6 ms. Else through ``ctypes``."""
+    try:
+        import _ctypes
+
+        main_program = _ctypes.dlopen(None)  # type: ignore[arg-type]  # None: dlopen(NULL)
+        call, fn = _ctypes.call_function, _ctypes.dlsym(main_program, "prctl")
+        return lambda *args: call(fn, args)
+    except Exception:
+        pass
     try:
         import ctypes
 
-        LIBC = ctypes.CDLL(None)
-        LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+        return ctypes.CDLL(None).prctl
+    except Exception:
+        return None
+
+
+def main():
+    # type: () -> None
+    global PRCTL
+    PRCTL = find_prctl()
+    try:
+        PRCTL(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
         # started through the loader's memfd (local/oomguard.py), the kernel names this
         # process after the descriptor ("17"): give `ps` and /proc/1/comm Python's name back
         name = os.path.basename(sys.executable).encode()[:15]
-        LIBC.prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
+        PRCTL(15, name, 0, 0, 0)  # PR_SET_NAME
     except Exception:
         pass
     if os.getpid() == 1:

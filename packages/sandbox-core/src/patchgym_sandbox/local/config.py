@@ -38,7 +38,9 @@ class LocalConfig(BackendConfig):
     None = the running interpreter's installation and virtualenv."""
     python: str | None = None
     """Interpreter (a path visible inside) that runs the in-sandbox exec server;
-    None = this interpreter's real executable."""
+    None = this interpreter's real executable or, with ``isolation: bwrap``, the system's
+    ``/usr/bin/python3`` where it starts the server faster (``local/serverpython.py``).
+    Not the tasks' interpreter: theirs is the one their ``PATH`` finds."""
     max_threads: int = Field(default=512, gt=0)
 
     @field_validator("isolation", mode="before")
