@@ -6,10 +6,13 @@ import ctypes
 import os
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 
+from patchgym_sandbox import SandboxSpec, create_backend
 from patchgym_sandbox.local import rootless
+from patchgym_sandbox.local.backend import LocalBackend, LocalSandbox
 
 pytestmark = pytest.mark.skipif(
     not rootless.thread_identity_supported(), reason="needs a root driver on x86_64/aarch64"
@@ -43,3 +46,37 @@ def test_a_child_started_under_it_is_the_sandbox_uid_for_good_and_the_driver_is_
     assert (os.getresuid(), os.getresgid(), os.getgroups()) == before  # the others never left
     dumpable = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
     assert dumpable == rootless._DUMPABLE
+
+
+@pytest.mark.parametrize("name", ["state", "state dir"])  # mountinfo writes a space as \040
+async def test_bubblewrap_inherits_no_mount_of_the_open_sandboxes(
+    tmp_path: Path, name: str
+) -> None:
+    """The launcher stages what a sandbox needs, then detaches every mount beneath the
+    state dir from its namespace (``private_mounts(detach=...)``): bubblewrap copies and
+    reads a mount table that does not grow with the sandboxes open (the others' working
+    copies and tmpfs), and the sandbox still has its own."""
+    state = tmp_path / name
+    backend = create_backend({"type": "local", "state_dir": str(state)})
+    if not isinstance(backend, LocalBackend) or backend.sandbox_uid is None:
+        pytest.skip("no staging namespace here: the driver is not root")
+    template = tmp_path / "template"
+    template.mkdir()
+    (template / "mine.txt").write_text("mine\n")
+    spec = SandboxSpec(template=str(template))
+    try:
+        async with backend.sandbox(spec) as first, backend.sandbox(spec) as second:
+            assert isinstance(second, LocalSandbox) and second._server is not None
+            inside = str(state.resolve()) + "/"
+            here = _mount_points(Path("/proc/self/mountinfo"))
+            assert len([p for p in here if p.startswith(inside)]) >= 2  # both working copies
+            launcher = _mount_points(Path(f"/proc/{second._server.proc.pid}/mountinfo"))
+            assert not [p for p in launcher if p.startswith(inside)], launcher
+            for sb in (first, second):
+                assert (await sb.exec("cat mine.txt")).stdout == "mine\n"
+    finally:
+        await backend.aclose()
+
+
+def _mount_points(mountinfo: Path) -> list[str]:
+    return [rootless._unescape(line.split(b" ")[4]) for line in mountinfo.read_bytes().splitlines()]

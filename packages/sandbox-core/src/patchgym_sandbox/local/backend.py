@@ -394,13 +394,15 @@ class LocalSandbox(Sandbox):
         filter_fd = seccomp.bpf_fd()
         info_fd: list[int] = []
         loader = () if gvisor_mode else oomguard.loader_fds(self._backend.python())
+        # the working copies of every open sandbox: staged, bubblewrap needs none of them
+        detach = [] if gvisor_mode else [self._backend.config.state_dir.resolve()]
 
         def preexec() -> None:
             """Still root: private staging mounts, into the cgroups before any namespace
             exists (so the cgroup namespace's root is the sandbox's own group), then the
             sandbox's uid for good (gvisor: then the PID report runsc does not make)."""
             if uid is not None:
-                rootless.private_mounts(sources)
+                rootless.private_mounts(sources, detach)
             if uid is not None or info_fd:
                 cgroups.add(groups, os.getpid())
             if uid is not None:
@@ -417,7 +419,7 @@ class LocalSandbox(Sandbox):
             them)."""
             back = cgroups.enter(groups)
             try:
-                rootless.private_mounts(sources)
+                rootless.private_mounts(sources, detach)
                 same = nullcontext()
                 with same if thread_uid is None else rootless.thread_identity(thread_uid):
                     yield
@@ -436,7 +438,7 @@ class LocalSandbox(Sandbox):
         def staging_thread() -> Iterator[None]:
             """The launching thread's own staging mounts; the child is born in the sandbox's
             group and takes the sandbox's uid before its exec (:mod:`.clone_into`)."""
-            rootless.private_mounts(sources)
+            rootless.private_mounts(sources, detach)
             yield
 
         etc, tmp, root, workdir = staged[0], staged[1], staged[2], self.workdir

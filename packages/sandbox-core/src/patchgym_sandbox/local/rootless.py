@@ -22,7 +22,7 @@ import struct
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 SANDBOX_UID = 100_000
@@ -46,6 +46,7 @@ MOUNT_ATTR_IDMAP = 0x100000
 MOVE_MOUNT_F_EMPTY_PATH = 0x4
 CLONE_NEWNS = 0x20000
 MS_REC, MS_PRIVATE, MS_BIND, MS_RDONLY, MS_REMOUNT = 0x4000, 0x40000, 0x1000, 0x1, 0x20
+MNT_DETACH = 2
 
 _DUMPABLE = _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
 """This process's dumpable flag before any :func:`thread_identity` changed it."""
@@ -128,16 +129,23 @@ STAGE = Path("/tmp")
 """Where :func:`private_mounts` stages the sandbox's host paths, on a tmpfs of its own."""
 
 
-def private_mounts(sources: list[Path]) -> list[Path]:
+def private_mounts(sources: list[Path], detach: Sequence[Path] = ()) -> list[Path]:
     """In a child before exec, or a thread that then starts it (still root): a mount
     namespace of its own with a fresh tmpfs on :data:`STAGE` and each of ``sources`` bound
     on ``STAGE/<index>``, where the unprivileged bubblewrap can reach it however deep it
     sits beneath directories only root may enter (a state dir under ``/root``, pytest's
     0700 temporary dirs). Each source is opened before anything is covered. Returns the
-    staged paths, in order."""
+    staged paths, in order.
+
+    ``detach``: folders whose mounts bubblewrap has no use for once the sources are staged
+    (the state dir: every open sandbox's working copy and tmpfs). They leave this namespace
+    (:func:`detach_beneath`), so bubblewrap copies, and reads once per mount it makes, a
+    mount table that does not grow with the sandboxes open: with 100 open here, a start
+    took 43 ms instead of 25 and 57 ms of CPU instead of 30."""
     _check(_libc.unshare(CLONE_NEWNS), "unshare mount namespace")
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     fds = [os.open(src, os.O_PATH | os.O_CLOEXEC) for src in sources]  # this namespace's
+    anchors = [(d, os.open(d, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for d in detach]
     _check(_libc.mount(b"tmpfs", bytes(STAGE), b"tmpfs", 0, b"mode=0755,size=1m"), "stage tmpfs")
     staged = []
     for i, fd in enumerate(fds):
@@ -150,7 +158,36 @@ def private_mounts(sources: list[Path]) -> list[Path]:
                            MS_BIND | MS_REC, None), f"bind {sources[i]}")  # fmt: skip
         os.close(fd)
         staged.append(stage)
+    for folder, fd in anchors:
+        try:
+            detach_beneath(folder, fd)
+        finally:
+            os.close(fd)
     return staged
+
+
+def detach_beneath(folder: Path, fd: int) -> int:
+    """Detach, from this thread's mount namespace, every mount beneath ``folder`` (opened
+    as ``fd`` before :data:`STAGE` could cover it: reached through the descriptor, a mount
+    beneath a covered folder is still found). Deepest first; a mount that is gone already is
+    passed over. Returns how many were detached."""
+    prefix = str(folder).rstrip("/") + "/"
+    with open("/proc/thread-self/mountinfo", "rb") as fh:
+        points = [_unescape(line.split(b" ", 5)[4]) for line in fh]
+    detached = 0
+    for point in sorted((p for p in points if p.startswith(prefix)), reverse=True):
+        path = f"/proc/self/fd/{fd}/{point[len(prefix) :]}".encode()
+        if _libc.umount2(path, MNT_DETACH) == 0:
+            detached += 1
+    return detached
+
+
+def _unescape(field: bytes) -> str:
+    """A mount point as ``mountinfo`` writes it (space, tab, newline, backslash as octal)."""
+    if b"\\" in field:
+        for code in (b"\\040", b"\\011", b"\\012", b"\\134"):
+            field = field.replace(code, bytes([int(code[1:], 8)]))
+    return os.fsdecode(field)
 
 
 def staged_paths(sources: list[Path]) -> list[Path]:
