@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,20 @@ def test_a_command_that_closes_its_pipes_keeps_its_deadline() -> None:
     capture = OutputCapture(1 << 20)
     status = supervisor.supervise("exec >&- 2>&-; sleep 30", capture.feed, timeout=1)
     assert capture.result(status).timed_out
+
+
+def test_a_killed_group_member_counts_until_it_is_dead() -> None:
+    """``kill_tree`` waits for the command's group as well as for the token: a member whose
+    ``environ`` no longer reads (exiting, or never carrying the token) is counted while it
+    is not a zombie, so the kill returns only once it is dead."""
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True, env={"PATH": os.defpath})
+    try:
+        assert proc.pid in supervisor._pids_with_token("PATCHGYM_T", "none", proc.pid)
+        assert proc.pid not in supervisor._pids_with_token("PATCHGYM_T", "none")
+        assert supervisor.kill_tree(proc.pid, "PATCHGYM_T", "none") == 0
+        state = Path(f"/proc/{proc.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        assert state in (b"Z", b"X"), "kill_tree returned before the member died"
+        assert proc.pid not in supervisor._pids_with_token("PATCHGYM_T", "none", proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()

@@ -54,8 +54,12 @@ SIGKILL = 9
 """Linux's SIGKILL (``signal`` imports ``enum``: ~4 ms of a sandbox's start)."""
 
 
-def _pids_with_token(var, token):
-    # type: (str, str) -> List[int]
+def _pids_with_token(var, token, pgid=None):
+    # type: (str, str, Optional[int]) -> List[int]
+    """The processes carrying ``var=token``, and with ``pgid`` those of that process
+    group not yet dead: a killed process's ``environ`` reads empty from the moment its
+    memory is released, while it still exits (``R``/``D`` in its ``stat``; gVisor can take
+    milliseconds there under load), so the token alone would let it be counted gone."""
     needle = ("%s=%s" % (var, token)).encode()
     found = []
     me = os.getpid()
@@ -66,10 +70,22 @@ def _pids_with_token(var, token):
             with open("/proc/%s/environ" % name, "rb") as fh:
                 env = fh.read()
         except OSError:
-            continue
-        if needle in env.split(b"\0"):
+            env = b""
+        if needle in env.split(b"\0") or (pgid is not None and _dying_in(int(name), pgid)):
             found.append(int(name))
     return found
+
+
+def _dying_in(pid, pgid):
+    # type: (int, int) -> bool
+    """Whether ``pid`` is in process group ``pgid`` and not a zombie yet."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return False
+    f = raw[raw.rfind(b")") + 2 :].split()
+    return len(f) > 2 and f[0] not in (b"Z", b"X") and int(f[2]) == pgid
 
 
 def kill_tree(pgid, var, token):
@@ -87,7 +103,7 @@ def kill_tree(pgid, var, token):
                 os.killpg(pgid, SIGKILL)
             except OSError:
                 pass
-        pids = _pids_with_token(var, token)
+        pids = _pids_with_token(var, token, pgid)
         for pid in pids:
             try:
                 os.kill(pid, SIGKILL)
