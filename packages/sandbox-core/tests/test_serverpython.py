@@ -74,6 +74,19 @@ def test_a_missing_candidate_keeps_the_driver(tmp_path: Path, choose: Choose) ->
     assert choose(DRIVER, (str(tmp_path / "absent"),)) == DRIVER
 
 
+def test_an_interpreter_others_could_replace_is_never_run_here(
+    tmp_path: Path, choose: Choose
+) -> None:
+    """The driver runs a candidate (the probe) and a configured interpreter (the compile) on
+    its own side: never one writable by others than its owner."""
+    driver = fake_python(tmp_path / "driver", "True", "")
+    system = fake_python(tmp_path / "python3", "True", ALL)
+    (tmp_path / "python3").chmod(0o777)
+    assert choose(driver, (system,)) == driver
+    argv, fds = bootcode.argv(system, "{}", precompiled=True)
+    assert fds == () and argv[4:7] == [bootcode.source(p) for p in bootcode.PARTS]
+
+
 def test_an_interpreter_that_cannot_compile_gets_the_sources(tmp_path: Path) -> None:
     argv, fds = bootcode.argv(str(tmp_path / "absent"), "{}", precompiled=True)
     assert fds == () and argv[4:7] == [bootcode.source(p) for p in bootcode.PARTS]

@@ -60,6 +60,17 @@ def same_interpreter(python: str) -> bool:
     return os.path.realpath(python) == os.path.realpath(sys.executable)
 
 
+def trusted(program: str) -> bool:
+    """Whether ``program`` may run here, on the driver's side: owned by root or the driver's
+    user and writable by its owner alone (never a file a sandbox, or anyone else, could
+    have replaced)."""
+    try:
+        st = os.stat(program)
+    except OSError:
+        return False
+    return st.st_uid in (0, os.geteuid()) and not st.st_mode & 0o022
+
+
 def _compiled(python: str) -> bytes | None:
     """The marshalled code objects of :data:`PARTS` as ``python`` compiles them, or None
     (logged) where it cannot (not a CPython, too old, gone)."""
@@ -68,6 +79,10 @@ def _compiled(python: str) -> bytes | None:
         return marshal.dumps(
             tuple(compile(s, n, "exec") for s, n in zip(sources, NAMES, strict=True))
         )
+    if not trusted(python):
+        log.info("the exec server's code is compiled at every start by %s (not run here: "
+                 "writable by others than its owner, or owned by another user)", python)  # fmt: skip
+        return None
     try:
         done = subprocess.run(
             [python, "-I", "-S", "-c", COMPILER, *NAMES],

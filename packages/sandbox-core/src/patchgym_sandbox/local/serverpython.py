@@ -25,6 +25,8 @@ import sys
 from collections.abc import Iterable
 from functools import cache
 
+from patchgym_sandbox.local.bootcode import trusted
+
 SERVER_EXTENSIONS = ("select", "binascii", "_posixsubprocess", "_json", "_ctypes")
 """Extension modules the server imports before ``READY``."""
 SERVER_MODULES = (*SERVER_EXTENSIONS, "_signal", "_thread", "errno", "marshal", "os", "time")
@@ -53,7 +55,7 @@ def _choose(driver: str, candidates: tuple[str, ...]) -> str:
     mine = built_in(sys.builtin_module_names) if same(driver, sys.executable) else None
     for candidate in candidates:
         real = os.path.realpath(candidate)
-        if same(real, driver) or not real.startswith(SYSTEM_PREFIX) or not os.access(real, os.X_OK):
+        if same(real, driver) or not real.startswith(SYSTEM_PREFIX) or not trusted(real):
             continue
         theirs = _probe(real)
         if theirs is None:
