@@ -25,7 +25,7 @@ import sys
 from collections.abc import Iterable
 from functools import cache
 
-from patchgym_sandbox.local.bootcode import trusted
+from patchgym_sandbox.local.bootcode import same_interpreter, trusted
 
 SERVER_EXTENSIONS = ("select", "binascii", "_posixsubprocess", "_json", "_ctypes")
 """Extension modules the server imports before ``READY``."""
@@ -52,10 +52,14 @@ def server_python(driver: str) -> str:
 
 @cache
 def _choose(driver: str, candidates: tuple[str, ...]) -> str:
-    mine = built_in(sys.builtin_module_names) if same(driver, sys.executable) else None
+    mine = built_in(sys.builtin_module_names) if same_interpreter(driver) else None
     for candidate in candidates:
         real = os.path.realpath(candidate)
-        if same(real, driver) or not real.startswith(SYSTEM_PREFIX) or not trusted(real):
+        if (
+            real == os.path.realpath(driver)
+            or not real.startswith(SYSTEM_PREFIX)
+            or not trusted(real)
+        ):
             continue
         theirs = _probe(real)
         if theirs is None:
@@ -71,10 +75,6 @@ def _choose(driver: str, candidates: tuple[str, ...]) -> str:
 def built_in(names: Iterable[str]) -> int:
     """How many of :data:`SERVER_EXTENSIONS` are among ``names`` (built-in modules)."""
     return len(set(SERVER_EXTENSIONS) & set(names))
-
-
-def same(a: str, b: str) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _probe(python: str) -> int | None:
