@@ -121,11 +121,18 @@ def protected():
 
 def own_oom_score():
     # type: () -> bytes
+    """This process's ``oom_score_adj``, read at each spawn: three system calls (``open``
+    builds a buffered file object around them, three more and ~20 us of a command's start)."""
     try:
-        with open("/proc/self/oom_score_adj", "rb") as fh:
-            return fh.read().strip()
+        fd = os.open("/proc/self/oom_score_adj", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return b"?"
+    try:
+        return os.read(fd, 64).strip()
+    except OSError:
+        return b"?"
+    finally:
+        os.close(fd)
 
 
 ULIMIT_FLAGS = {"RLIMIT_CPU": "-t", "RLIMIT_NOFILE": "-n", "RLIMIT_NPROC": "-u"}
