@@ -3,13 +3,15 @@
     uv run python bench/rollout.py                      # concurrency 1, 8, 32, 64
     uv run python bench/rollout.py --concurrency 8 --episodes 24
     uv run python bench/rollout.py --concurrency 8 64 --rounds 2   # a busy, shared host
+    uv run python bench/rollout.py --grading same   # grade in the episode's own sandbox
 
 For each concurrency c, in the same run (``--rounds`` times each, alternated floor, ours,
 ours, floor, ...; totals over the rounds):
 
 - ours: ``patchgym_agents.rollout`` with ``GoldPatchPolicy`` (sandbox per episode, the
   gold patch through the r2egym tools, grading with hidden tests, close), samples of a
-  task made as one group;
+  task made as one group; graded in a fresh sandbox (the default) or, with ``--grading
+  same``, in the episode's own (one sandbox per episode: what the second one costs);
 - floor: the least any harness can do for the same verdicts: ``cp -a`` the task's
   template, ``git apply`` the gold and test patches (or copy its hidden test files) and
   run its eval script with the task's env and the episodes' interpreter first on PATH
@@ -88,12 +90,20 @@ class LoopLag:
             self._task.cancel()
 
 
+GRADING = ["fresh"]
+"""The episodes' ``grading.sandbox`` (``--grading``): ``fresh`` (the default, a second
+sandbox with only the agent's diff) or ``same`` (the episode's own sandbox)."""
+
+
 async def ours(
     tasks: list[Task], c: int, episodes: int, work: Path, run_dir: Path
 ) -> tuple[float, int, LoopLag]:
     samples = math.ceil(episodes / len(tasks))
     cfg = RolloutConfig(
-        env=EnvConfig(sandbox={"type": "local", "state_dir": str(work / "state")}),
+        env=EnvConfig(
+            sandbox={"type": "local", "state_dir": str(work / "state")},
+            grading={"sandbox": GRADING[0]},
+        ),
         samples=samples,
         concurrency=c,
         output_dir=run_dir,
@@ -274,7 +284,10 @@ async def round_for(
 
 async def main_async(args: argparse.Namespace) -> None:
     tasks = bundled_tasks()
-    table = Table(title=f"gold-policy rollouts on local, {len(tasks)} bundled tasks")
+    table = Table(
+        title=f"gold-policy rollouts on local, {len(tasks)} bundled tasks, "
+        f"grading.sandbox: {GRADING[0]}"
+    )
     for col in (
         "concurrency",
         "episodes",
@@ -327,7 +340,17 @@ def main() -> None:
         help="runs of each side per concurrency, alternated floor/ours/ours/floor (a busy, "
         "shared host: 2 or more)",
     )
-    asyncio.run(main_async(parser.parse_args()))
+    parser.add_argument(
+        "--grading",
+        choices=["fresh", "same"],
+        default="fresh",
+        help="where ours grades: fresh (the default: a second sandbox with only the agent's "
+        "diff) or same (the episode's sandbox, one per episode: it trusts what the policy "
+        "left there, see packages/envs-swe/README.md)",
+    )
+    args = parser.parse_args()
+    GRADING[0] = args.grading
+    asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":
