@@ -46,9 +46,9 @@ def bwrap_path() -> str:
     path = shutil.which("bwrap")
     if path is None:
         raise IsolationUnavailable(f"the local backend isolates with bubblewrap: {FIX}")
-    probe = subprocess.run(
+    probe = subprocess.run(  # --as-pid-1: bubblewrap's own init would be left unreaped
         [path, "--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0", "--cap-drop",
-         "ALL", *_system_binds(), "--proc", "/proc", "--dev", "/dev", "true"],
+         "ALL", "--as-pid-1", *_system_binds(), "--proc", "/proc", "--dev", "/dev", "true"],
         capture_output=True,
         preexec_fn=rootless.become if os.geteuid() == 0 else None,
     )  # fmt: skip

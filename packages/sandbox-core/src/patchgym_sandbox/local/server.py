@@ -41,6 +41,9 @@ from patchgym_sandbox.server_client import ServerClient, ServerGone, call_on
 from patchgym_sandbox.session import ShellChannel
 
 READY_TIMEOUT_S = 30.0
+REAP_S = 10.0
+"""How long a close waits for bubblewrap to reap the killed init and exit on its own before
+it is killed too (a busy machine is slow; it takes about a millisecond)."""
 
 
 @dataclass
@@ -199,14 +202,21 @@ class ServerConnection(ServerClient):
 
     def kill(self) -> None:
         """SIGKILL the namespace's init: the kernel kills everything else in it (call
-        :meth:`detach` on the reading loop first)."""
+        :meth:`detach` on the reading loop first). Bubblewrap, the init's parent, then
+        reaps it and exits; it is killed only if it has not within :data:`REAP_S`: killed
+        first, it would leave the init a zombie of this machine's PID 1, never reaped where
+        that is a driver without a reaper (a trainer as a container's PID 1), each one
+        holding a PID until the container runs out of them."""
         with contextlib.suppress(OSError):
             os.kill(self.init_pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
             self.proc.stdin.close()  # type: ignore[union-attr]  # spawned with stdin=PIPE
-        with contextlib.suppress(OSError):
-            self.proc.kill()
-        self.proc.wait()
+        try:
+            self.proc.wait(REAP_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+            self.proc.wait()
 
 
 class ServerShell(ShellChannel):

@@ -1,0 +1,50 @@
+"""A closed sandbox leaves no process behind, not even a zombie for someone else to reap."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+DRIVER = """
+import asyncio, ctypes, os, sys
+from patchgym_sandbox import SandboxSpec, create_backend
+
+# as a trainer that is its container's PID 1: every orphan of this process tree is ours
+assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+
+def zombies():
+    me, found = str(os.getpid()), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                state, ppid = fh.read().rsplit(")", 1)[1].split()[:2]
+        except OSError:
+            continue
+        if state == "Z" and ppid == me:
+            found.append(pid + ":" + open(f"/proc/{pid}/comm").read().strip())
+    return found
+
+async def main():
+    backend = create_backend({"type": "local", "state_dir": sys.argv[1], "isolation": sys.argv[2]})
+    for _ in range(3):
+        async with backend.sandbox(SandboxSpec()) as sb:
+            await sb.exec("sleep 30 & true")
+    await backend.aclose()
+    print("ZOMBIES", zombies())
+
+asyncio.run(main())
+"""
+
+
+def test_a_closed_sandbox_leaves_no_zombie_to_a_pid_1_that_does_not_reap(tmp_path: Path) -> None:
+    """The driver is its own subreaper here, as a trainer that is its container's PID 1 is
+    everything's: a process the sandbox's teardown orphaned (its init, killed after
+    bubblewrap, used to be one per sandbox) would be its zombie for good. isolation:
+    bwrap (runsc leaves processes of its own to its caller's reaper)."""
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(tmp_path / "state"), "bwrap"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ZOMBIES []" in done.stdout, (done.stdout, done.stderr[-2000:])
