@@ -90,19 +90,15 @@ class LoopLag:
             self._task.cancel()
 
 
-GRADING = ["fresh"]
-"""The episodes' ``grading.sandbox`` (``--grading``): ``fresh`` (the default, a second
-sandbox with only the agent's diff) or ``same`` (the episode's own sandbox)."""
-
-
 async def ours(
-    tasks: list[Task], c: int, episodes: int, work: Path, run_dir: Path
+    tasks: list[Task], c: int, episodes: int, work: Path, run_dir: Path, grading: str
 ) -> tuple[float, int, LoopLag]:
+    """``grading``: the episodes' ``grading.sandbox`` (``--grading``)."""
     samples = math.ceil(episodes / len(tasks))
     cfg = RolloutConfig(
         env=EnvConfig(
             sandbox={"type": "local", "state_dir": str(work / "state")},
-            grading={"sandbox": GRADING[0]},
+            grading={"sandbox": grading},
         ),
         samples=samples,
         concurrency=c,
@@ -234,7 +230,7 @@ async def floor(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[f
 
 
 async def round_for(
-    c: int, episodes: int, tasks: list[Task], work: Path, phases: Table, rounds: int
+    c: int, episodes: int, tasks: list[Task], work: Path, phases: Table, rounds: int, grading: str
 ) -> list[str]:
     """``rounds`` runs of each side at concurrency ``c``, in the order floor, ours, ours,
     floor, ... (a load that drifts during the rounds weighs on both sides alike)."""
@@ -251,7 +247,7 @@ async def round_for(
             else:
                 run_dirs.append(work / f"run-c{c}-{k}")
                 before = resource.getrusage(resource.RUSAGE_SELF)
-                wall, n, lag = await ours(tasks, c, episodes, work, run_dirs[-1])
+                wall, n, lag = await ours(tasks, c, episodes, work, run_dirs[-1], grading)
                 after = resource.getrusage(resource.RUSAGE_SELF)
                 o_wall, o_n, o_cpu = o_wall + wall, o_n + n, o_cpu + machine_cpu_s() - busy
                 o_user += after.ru_utime - before.ru_utime
@@ -286,7 +282,7 @@ async def main_async(args: argparse.Namespace) -> None:
     tasks = bundled_tasks()
     table = Table(
         title=f"gold-policy rollouts on local, {len(tasks)} bundled tasks, "
-        f"grading.sandbox: {GRADING[0]}"
+        f"grading.sandbox: {args.grading}"
     )
     for col in (
         "concurrency",
@@ -321,7 +317,9 @@ async def main_async(args: argparse.Namespace) -> None:
         for c in args.concurrency:
             episodes = args.episodes or max(len(tasks), c)
             console.print(f"concurrency {c}: {episodes} episodes…")
-            table.add_row(*await round_for(c, episodes, tasks, Path(tmp), phases, args.rounds))
+            table.add_row(
+                *await round_for(c, episodes, tasks, Path(tmp), phases, args.rounds, args.grading)
+            )
     console.print(table)
     console.print(phases)
     console.print("targets: ours/floor ≥ 90% at c=8 and c=64; loop lag p99 < 50 ms at c=64")
@@ -348,9 +346,7 @@ def main() -> None:
         "diff) or same (the episode's sandbox, one per episode: it trusts what the policy "
         "left there, see packages/envs-swe/README.md)",
     )
-    args = parser.parse_args()
-    GRADING[0] = args.grading
-    asyncio.run(main_async(args))
+    asyncio.run(main_async(parser.parse_args()))
 
 
 if __name__ == "__main__":
