@@ -201,22 +201,30 @@ class ServerConnection(ServerClient):
         return chan
 
     def kill(self) -> None:
-        """SIGKILL the namespace's init: the kernel kills everything else in it (call
-        :meth:`detach` on the reading loop first). Bubblewrap, the init's parent, then
-        reaps it and exits; it is killed only if it has not within :data:`REAP_S`: killed
-        first, it would leave the init a zombie of this machine's PID 1, never reaped where
-        that is a driver without a reaper (a trainer as a container's PID 1), each one
-        holding a PID until the container runs out of them."""
-        with contextlib.suppress(OSError):
-            os.kill(self.init_pid, signal.SIGKILL)
+        """End the sandbox (:func:`stop`; call :meth:`detach` on the reading loop first)."""
         with contextlib.suppress(OSError):
             self.proc.stdin.close()  # type: ignore[union-attr]  # spawned with stdin=PIPE
+        stop(self.proc, self.init_pid)
+
+
+def stop(proc: subprocess.Popen[bytes], init_pid: int | None) -> None:
+    """SIGKILL the namespace's init: the kernel kills everything else in it. Bubblewrap, the
+    init's parent, then reaps it and exits; it is killed only if it has not within
+    :data:`REAP_S` (or at once where no init was reported). Killed first, it would leave the
+    init a zombie of this machine's PID 1, never reaped where that is a driver without a
+    reaper (a trainer as a container's PID 1), each one holding a PID until the container
+    runs out of them."""
+    if init_pid is not None:
+        with contextlib.suppress(OSError):
+            os.kill(init_pid, signal.SIGKILL)
         try:
-            self.proc.wait(REAP_S)
+            proc.wait(REAP_S)
+            return
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(OSError):
-                self.proc.kill()
-            self.proc.wait()
+            pass
+    with contextlib.suppress(OSError):
+        proc.kill()
+    proc.wait()
 
 
 class ServerShell(ShellChannel):
@@ -312,6 +320,7 @@ def launch(
     finally:
         for fd in (info_w, *blocks):
             os.close(fd)
+    init_pid: int | None = None
     try:
         init_pid = _read_child_pid(info_r)
         if init_pid is None:
@@ -322,9 +331,7 @@ def launch(
             with contextlib.suppress(BrokenPipeError):  # no --block-fd (runsc): nothing waits
                 os.write(block_w, b"1")
     except BaseException:
-        with contextlib.suppress(OSError):
-            proc.kill()
-        proc.wait()
+        stop(proc, init_pid)
         raise
     finally:
         for fd in (info_r, *((block_w,) if block_w is not None else ())):
