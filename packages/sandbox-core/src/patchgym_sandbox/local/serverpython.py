@@ -53,13 +53,10 @@ def server_python(driver: str) -> str:
 @cache
 def _choose(driver: str, candidates: tuple[str, ...]) -> str:
     mine = built_in(sys.builtin_module_names) if same_interpreter(driver) else None
+    driver_real = os.path.realpath(driver)
     for candidate in candidates:
         real = os.path.realpath(candidate)
-        if (
-            real == os.path.realpath(driver)
-            or not real.startswith(SYSTEM_PREFIX)
-            or not trusted(real)
-        ):
+        if real == driver_real or not real.startswith(SYSTEM_PREFIX) or not trusted(real):
             continue
         theirs = _probe(real)
         if theirs is None:
