@@ -13,7 +13,9 @@ hits all of them alike). Baselines, measured in the same run:
 
 A venv without bytecode (``uv sync`` without ``--compile-bytecode``, as uv does by default,
 with ``PYTHONDONTWRITEBYTECODE`` set so Python never writes it) makes every command compile
-its imports again: the bench says so before it measures.
+its imports again; so do the workspace's own packages, which uv installs editable and never
+compiles (``python -m compileall -q packages apps``, README): the bench says so before it
+measures.
 
 ``--uv`` adds the same through ``uv run`` (what the README tells a newcomer to type) with
 ``uv run python -c pass`` as its floor. Targets (issue 28.4): ``validate`` <= 5 s on the 6
@@ -33,6 +35,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -62,13 +65,21 @@ def pyc_count() -> int:
     return sum(1 for _ in site.rglob("*.pyc"))
 
 
-def uncompiled() -> int:
-    """Modules under the venv's lib with no bytecode beside them (compiled at each import)."""
-    site = Path(sys.prefix) / "lib"
+def editable_roots() -> list[Path]:
+    """The source folders the venv's ``.pth`` files add: the workspace's own packages,
+    installed editable, whose bytecode ``uv sync --compile-bytecode`` does not write."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    lines = (line.strip() for pth in site.glob("*.pth") for line in pth.read_text().splitlines())
+    return sorted({Path(x) for x in lines if x.startswith("/") and Path(x).is_dir()})
+
+
+def uncompiled(roots: list[Path]) -> int:
+    """Modules under ``roots`` with no bytecode beside them (compiled at each import)."""
     tag = sys.implementation.cache_tag
     return sum(
         1
-        for py in site.rglob("*.py")
+        for root in roots
+        for py in root.rglob("*.py")
         if not (py.parent / "__pycache__" / f"{py.stem}.{tag}.pyc").is_file()
     )
 
@@ -97,12 +108,20 @@ def main() -> None:
     print(f"load before: {load()}")
     print(f"python {sys.version.split()[0]}, {pyc_count()} .pyc files under {sys.prefix}/lib")
     print(f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
-    if missing := uncompiled():
+    if missing := uncompiled([Path(sys.prefix) / "lib"]):
         print(
             f"WARNING: {missing} modules of the venv have no bytecode: every command compiles "
             "what it imports again, about 0.6 s CPU of each validate's start (the sandboxes' "
             "pytest is compiled by patchgym_envs.runnerbytecode). `uv sync --locked "
             "--compile-bytecode` (README) writes it once."
+        )
+    if missing := uncompiled(editable_roots()):
+        print(
+            f"WARNING: {missing} modules of the workspace's own packages have no bytecode "
+            "(uv installs them editable and does not compile those): with "
+            "PYTHONDONTWRITEBYTECODE set every command compiles the ones it imports, ~0.3 s "
+            "of each validate's start. `uv run python -m compileall -q packages apps` "
+            "(README) writes it once."
         )
     times: dict[str, list[float]] = {}
     cpus: dict[str, list[float]] = {}
