@@ -392,7 +392,6 @@ class LocalSandbox(Sandbox):
         staged = rootless.staged_paths(sources) if uid is not None else sources
         readonly = list(zip(staged[3 : 3 + len(paths)], paths, strict=True))
         filter_fd = seccomp.bpf_fd()
-        info_fd: list[int] = []
         loader = () if gvisor_mode else oomguard.loader_fds(self._backend.python())
         # the working copies of every open sandbox: staged, bubblewrap needs none of them
         detach = [] if gvisor_mode else [self._backend.config.state_dir.resolve()]
@@ -400,15 +399,13 @@ class LocalSandbox(Sandbox):
         def preexec() -> None:
             """Still root: private staging mounts, into the cgroups before any namespace
             exists (so the cgroup namespace's root is the sandbox's own group), then the
-            sandbox's uid for good (gvisor: then the PID report runsc does not make)."""
+            sandbox's uid for good."""
             if uid is not None:
                 rootless.private_mounts(sources, detach)
-            if uid is not None or info_fd:
+            if uid is not None or gvisor_mode:
                 cgroups.add(groups, os.getpid())
             if uid is not None:
                 rootless.become(uid)
-            if info_fd:
-                gvisor.report_pid(info_fd[0])
 
         @contextlib.contextmanager
         def placed_thread() -> Iterator[None]:
@@ -453,8 +450,9 @@ class LocalSandbox(Sandbox):
             config = gvisor.spec(argv=command, env=self._env({}), etc=etc, readonly=readonly,
                                  root=root, workdir=workdir, tmp=tmp)  # fmt: skip
             gvisor.write_bundle(bundle, config, uid)
-            info_fd.append(info)
-            return gvisor.runsc_argv(bundle=staged[-1], sandbox_id=self.id)
+            return gvisor.reaped(
+                info, gvisor.runsc_argv(bundle=staged[-1], sandbox_id=self.id), uid
+            )
 
         try:
             return launch(

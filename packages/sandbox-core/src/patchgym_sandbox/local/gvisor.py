@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -53,7 +54,7 @@ def runsc_path() -> str:
         if uid is not None:
             os.chown(tmp, uid, uid)
         probe = subprocess.run(
-            [path, *_flags(Path(tmp) / "state"), "--network=none", "do", "true"],
+            reaped(-1, [path, *_flags(Path(tmp) / "state"), "--network=none", "do", "true"], uid),
             capture_output=True,
             env={"PATH": "/usr/bin:/bin", "TMPDIR": tmp, "HOME": tmp},
             preexec_fn=(lambda: rootless.become(uid)) if uid is not None else None,
@@ -139,13 +140,76 @@ def write_bundle(bundle: Path, config: Mapping[str, Any], uid: int | None) -> No
     (bundle / "config.json").write_text(json.dumps(config))
 
 
-def report_pid(info_fd: int) -> None:
-    """In the child before it execs runsc, already in the sandbox's cgroups: answer the
-    launcher's ``--info-fd`` as bubblewrap would (see
-    :func:`patchgym_sandbox.local.server.launch`). runsc has no ``--block-fd``: the child
-    placed itself in the cgroups before exec, so there is nothing to wait for."""
-    os.write(info_fd, b'{"child-pid": %d}' % os.getpid())
-    os.close(info_fd)
+REAPER = """\
+import ctypes, os, sys
+prctl = ctypes.CDLL(None).prctl
+prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: runsc's orphaned helpers come here
+prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: this dies with the driver
+info = int(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    if info >= 0:
+        os.close(info)
+    prctl(1, 9, 0, 0, 0)  # runsc dies with this reaper
+    os.execv(sys.argv[2], sys.argv[2:])
+if info >= 0:
+    os.write(info, b'{"child-pid": %d}' % pid)
+    os.close(info)
+null = os.open(os.devnull, os.O_RDWR)
+os.dup2(null, 0)  # the server's pipes stay runsc's alone: the driver sees EOF when it ends
+os.dup2(null, 1)
+code = 1
+while True:
+    try:
+        done, status = os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+    except InterruptedError:
+        continue
+    if done == pid:
+        code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
+"""
+"""``python -I -S -c REAPER <info fd or -1> <argv...>``: runs ``argv`` (runsc) as its
+child and reaps it and every process that leaves behind, then exits with ``argv``'s status.
+runsc re-executes itself and forks helpers (the Sentry, the gofer, short-lived ``exe``
+processes) that outlive their parents: without a reaper of its own each one ends as a zombie
+of this machine's PID 1, or of a trainer that is its container's PID 1 and reaps nothing,
+about seven per sandbox, until the container runs out of PIDs. It answers the launcher's
+``--info-fd`` as bubblewrap would (see :func:`patchgym_sandbox.local.server.launch`) with
+runsc's PID, the one a close kills; runsc has no ``--block-fd``: the child placed itself in
+the cgroups before exec, so there is nothing to wait for."""
+
+
+REAPER_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
+"""Tried before the driver's own interpreter, which may sit where only root may enter
+(pyenv's under ``/root``)."""
+
+
+def reaped(info_fd: int, argv: Sequence[str], uid: int | None) -> list[str]:
+    """``argv`` under :data:`REAPER`, on an interpreter that ``uid`` (None: this process's
+    user) may run."""
+    return [reaper_python(uid), "-I", "-S", "-c", REAPER, str(info_fd), *argv]
+
+
+@cache
+def reaper_python(uid: int | None) -> str:
+    driver = os.path.realpath(sys.executable)
+    if uid is None:
+        return driver
+    for candidate in (*map(os.path.realpath, REAPER_PYTHONS), driver):
+        if os.path.isfile(candidate) and _anyone_runs(Path(candidate)):
+            return candidate
+    raise IsolationUnavailable(
+        f"isolation: gvisor runs runsc as uid {uid} under a Python reaper, and no Python "
+        f"here is one that uid may run (tried {', '.join(REAPER_PYTHONS)} and {driver}): "
+        "install python3 from the system's packages"
+    )
+
+
+def _anyone_runs(path: Path) -> bool:
+    """Every folder above ``path`` may be entered, and ``path`` run, by any user."""
+    return all(os.stat(p).st_mode & 0o001 for p in (path, *path.parents))
 
 
 def runsc_argv(*, bundle: Path, sandbox_id: str) -> list[str]:
