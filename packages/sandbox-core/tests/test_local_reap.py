@@ -1,13 +1,17 @@
-"""A closed sandbox leaves no process behind, not even a zombie for someone else to reap."""
+"""A closed sandbox leaves no process behind, not even a zombie for someone else to reap; an
+open one lives as long as the driver, not as long as the thread that started it."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from patchgym_sandbox import Sandbox, SandboxSpec, create_backend
 
 DRIVER = """
 import asyncio, ctypes, os, sys
@@ -40,7 +44,7 @@ asyncio.run(main())
 """
 
 
-@pytest.mark.parametrize(
+ISOLATIONS = pytest.mark.parametrize(
     "isolation",
     [
         "bwrap",
@@ -50,6 +54,9 @@ asyncio.run(main())
         ),
     ],
 )
+
+
+@ISOLATIONS
 def test_a_closed_sandbox_leaves_no_zombie_to_a_pid_1_that_does_not_reap(
     tmp_path: Path, isolation: str
 ) -> None:
@@ -64,3 +71,29 @@ def test_a_closed_sandbox_leaves_no_zombie_to_a_pid_1_that_does_not_reap(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ZOMBIES []" in done.stdout, (done.stdout, done.stderr[-2000:])
+
+
+@ISOLATIONS
+def test_a_sandbox_outlives_the_loop_and_the_thread_that_started_it(
+    tmp_path: Path, isolation: str
+) -> None:
+    """A parent-death signal fires when the *thread* that forked the child ends, not the
+    process: a sandbox started from a pool thread (a loop's default executor, shut down
+    with ``asyncio.run``) must not die with that thread. gvisor's reaper once had one."""
+    backend = create_backend(
+        {"type": "local", "state_dir": str(tmp_path / "state"), "isolation": isolation}
+    )
+
+    async def start() -> Sandbox:
+        return await backend.sandbox(SandboxSpec()).start()
+
+    sandbox = asyncio.run(start())  # its executor's threads are joined when this returns
+
+    async def use() -> str:
+        try:
+            return (await sandbox.exec("echo alive")).stdout
+        finally:
+            await sandbox.close()
+            await backend.aclose()
+
+    assert asyncio.run(use()).strip() == "alive"

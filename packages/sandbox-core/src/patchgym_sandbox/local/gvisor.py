@@ -144,13 +144,12 @@ REAPER = """\
 import ctypes, os, sys
 prctl = ctypes.CDLL(None).prctl
 prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: runsc's orphaned helpers come here
-prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: this dies with the driver
 info = int(sys.argv[1])
 pid = os.fork()
 if pid == 0:
     if info >= 0:
         os.close(info)
-    prctl(1, 9, 0, 0, 0)  # runsc dies with this reaper
+    prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: runsc dies with this reaper
     os.execv(sys.argv[2], sys.argv[2:])
 if info >= 0:
     os.write(info, b'{"child-pid": %d}' % pid)
@@ -178,7 +177,9 @@ of this machine's PID 1, or of a trainer that is its container's PID 1 and reaps
 about seven per sandbox, until the container runs out of PIDs. It answers the launcher's
 ``--info-fd`` as bubblewrap would (see :func:`patchgym_sandbox.local.server.launch`) with
 runsc's PID, the one a close kills; runsc has no ``--block-fd``: the child placed itself in
-the cgroups before exec, so there is nothing to wait for."""
+the cgroups before exec, so there is nothing to wait for. The reaper itself has no
+parent-death signal, as runsc had none before it: such a signal fires when the driver's
+*thread* that started it ends (a pool thread, here), not the driver."""
 
 
 REAPER_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
