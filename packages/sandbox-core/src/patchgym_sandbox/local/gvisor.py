@@ -31,6 +31,7 @@ from typing import Any
 from patchgym_sandbox import seccomp
 from patchgym_sandbox.errors import IsolationUnavailable
 from patchgym_sandbox.local import rootless
+from patchgym_sandbox.local.bootcode import trusted
 from patchgym_sandbox.local.isolation import SYSTEM_DIRS
 
 FIX = (
@@ -184,7 +185,8 @@ parent-death signal, as runsc had none before it: such a signal fires when the d
 
 REAPER_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
 """Tried before the driver's own interpreter, which may sit where only root may enter
-(pyenv's under ``/root``)."""
+(pyenv's under ``/root``). Each must be :func:`~.bootcode.trusted` (what starts runsc must
+not be a file anyone else could have replaced) and runnable by any user."""
 
 
 def reaped(info_fd: int, argv: Sequence[str], uid: int | None) -> list[str]:
@@ -199,7 +201,7 @@ def reaper_python(uid: int | None) -> str:
     if uid is None:
         return driver
     for candidate in (*map(os.path.realpath, REAPER_PYTHONS), driver):
-        if os.path.isfile(candidate) and _anyone_runs(Path(candidate)):
+        if os.path.isfile(candidate) and trusted(candidate) and _anyone_runs(Path(candidate)):
             return candidate
     raise IsolationUnavailable(
         f"isolation: gvisor runs runsc as uid {uid} under a Python reaper, and no Python "
