@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from patchgym_sandbox import Sandbox, SandboxSpec, create_backend
-from patchgym_sandbox.local import cgroups
 
 DRIVER = """
 import asyncio, ctypes, os, sys
@@ -80,13 +79,8 @@ def test_a_sandbox_outlives_the_loop_and_the_thread_that_started_it(
 ) -> None:
     """A parent-death signal fires when the *thread* that forked the child ends, not the
     process: a sandbox started from a pool thread (a loop's default executor, shut down
-    with ``asyncio.run``) must not die with that thread. gvisor's reaper once had one."""
-    if isolation == "bwrap" and cgroups.layout().version == "v2":
-        pytest.xfail(
-            "open bug, found 2026-11-27 in the cgroup v2 guest: there the bwrap sandbox ends "
-            "with the loop that started it (SandboxLost at the next exec), also when bubblewrap "
-            "is forked from a thread of its own; cause not isolated yet"
-        )
+    with ``asyncio.run``) must not die with that thread. gvisor's reaper once had one, and
+    on cgroup v2 bubblewrap did, through the clone helper's parent thread."""
     backend = create_backend(
         {"type": "local", "state_dir": str(tmp_path / "state"), "isolation": isolation}
     )

@@ -18,6 +18,13 @@ the helper clones with ``CLONE_PARENT``, so the child is the driver's own (``wai
 ``kill`` and ``returncode`` work as for any ``Popen``), and answers with its PID once the
 child ran ``execve``.
 
+``CLONE_PARENT`` makes the child's parent the *thread* that started the helper, and a
+parent-death signal (bubblewrap's ``--die-with-parent``) fires when that thread ends. So
+the helper is started by a thread of its own that lives as long as the process
+(:class:`_Owner`), never by a pool thread: a loop's default executor ends its threads with
+``asyncio.run``, and every sandbox started through a helper that such a thread had
+started died with it (``tests/test_local_reap.py``, in the cgroup v2 guest).
+
 Needs Linux >= 5.7 (``CLONE_INTO_CGROUP``) on x86-64 or arm64; :func:`supported` says
 whether to use it.
 """
@@ -28,11 +35,14 @@ import atexit
 import inspect
 import json
 import os
+import queue
 import shutil
 import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +59,41 @@ def supported() -> bool:
     except (IndexError, ValueError):
         return False
     return version >= (5, 7) and os.uname().machine in MACHINES
+
+
+class _Owner:
+    """One thread per process that starts every clone helper and never ends (a daemon:
+    it goes with the process), so the helper's children keep a living parent thread.
+    :meth:`popen` runs ``subprocess.Popen`` there and returns the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self._pid = 0
+        """The process whose thread it is (a forked child has none: it starts its own)."""
+
+    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        with self._lock:
+            if self._pid != os.getpid():
+                self._jobs = queue.SimpleQueue()
+                threading.Thread(target=self._serve, args=(self._jobs,), name="pg-clone-owner",
+                                 daemon=True).start()  # fmt: skip
+                self._pid = os.getpid()
+            done: Future[subprocess.Popen[bytes]] = Future()
+            self._jobs.put((lambda: subprocess.Popen(*args, **kwargs), done))
+        return done.result()
+
+    @staticmethod
+    def _serve(jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]]) -> None:
+        while True:
+            job, done = jobs.get()
+            try:
+                done.set_result(job())
+            except BaseException as exc:
+                done.set_exception(exc)
+
+
+_OWNER = _Owner()
 
 
 class _Helper:
@@ -76,7 +121,7 @@ class _Helper:
         self._stop()  # a dead helper's socket, or a fork's copy of its parent's
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self._proc = subprocess.Popen(
+            self._proc = _OWNER.popen(
                 [sys.executable, "-I", "-S", str(HELPER), str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
