@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -211,3 +212,57 @@ def test_what_is_not_redirected_is_inherited(group: tuple[Path, int]) -> None:
         os.close(w)
     with os.fdopen(r, "rb") as fh:
         assert fh.read() == b"inherited\n"
+
+
+PARENT_THREAD_DRIVER = r"""
+import os, subprocess, sys, threading
+from patchgym_sandbox.local import clone_into
+
+CHILD = '''
+import ctypes, signal, sys
+signal.signal(signal.SIGUSR1, lambda *_: print("parent thread ended", flush=True))
+ctypes.CDLL(None).prctl(1, int(signal.SIGUSR1))  # PR_SET_PDEATHSIG, as bwrap --die-with-parent
+print("up", flush=True)
+for line in sys.stdin:
+    print(line.strip(), flush=True)
+'''
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+started = []
+
+def first_use():  # a pool thread's life: start the sandbox, then end
+    clone_into.HELPER_PROCESS.ensure()
+    proc = clone_into.CgroupPopen(
+        [sys.executable, "-I", "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin"}, cgroup_fd=fd)
+    assert proc.stdout.readline() == b"up\n"  # its parent-death signal is set
+    started.extend([proc, threading.get_native_id()])
+
+t = threading.Thread(target=first_use)
+t.start()
+t.join()
+proc, tid = started
+while os.path.exists(f"/proc/self/task/{tid}"):  # gone once its exit signalled its children
+    pass
+proc.stdin.write(b"ping\n")  # a signal sent before is handled before the answer
+proc.stdin.flush()
+print(proc.stdout.readline().decode().strip())
+proc.stdin.close()
+proc.wait(timeout=60)
+"""
+
+
+def test_a_child_outlives_the_thread_that_first_used_the_helper(
+    group: tuple[Path, int],
+) -> None:
+    """``CLONE_PARENT`` makes a child's parent the thread that started the helper, and a
+    parent-death signal (bubblewrap's ``--die-with-parent``) fires when that thread ends:
+    the helper is started by a thread of the process's own lifetime, never by the pool
+    thread that used it first (which killed every cgroup v2 sandbox a loop's executor had
+    started, when the loop ended)."""
+    d, _ = group
+    done = subprocess.run(
+        [sys.executable, "-c", PARENT_THREAD_DRIVER, str(d)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["ping"], done.stdout
