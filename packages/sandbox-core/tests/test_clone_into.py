@@ -215,7 +215,7 @@ def test_what_is_not_redirected_is_inherited(group: tuple[Path, int]) -> None:
 
 
 PARENT_THREAD_DRIVER = r"""
-import os, subprocess, sys, threading
+import os, subprocess, sys, threading, time
 from patchgym_sandbox.local import clone_into
 
 CHILD = '''
@@ -242,7 +242,7 @@ t.start()
 t.join()
 proc, tid = started
 while os.path.exists(f"/proc/self/task/{tid}"):  # gone once its exit signalled its children
-    pass
+    time.sleep(0.001)  # (not a spin: on a busy 2-core host the exiting thread needs the CPU)
 proc.stdin.write(b"ping\n")  # a signal sent before is handled before the answer
 proc.stdin.flush()
 print(proc.stdout.readline().decode().strip())
