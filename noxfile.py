@@ -64,7 +64,13 @@ def sync(session: nox.Session, dist: str, *args: str) -> None:
 
 PHASE2_DIRS: dict[str, tuple[str, ...]] = {"trainer": ("k8s",)}
 """Test folders a member's ``tests-<member>`` session leaves to ``tests-<member>-k8s``: they
-need the Kubernetes cluster, which ``.ci/run`` starts only after phase 1."""
+need the Kubernetes cluster, which ``.ci/run`` starts in its background lane."""
+
+WAITING: dict[str, tuple[str, ...]] = {"trainer": ("test_build_local_pydicom_network.py",)}
+"""Test files a member's ``tests-<member>`` session leaves to ``tests-<member>-waiting``:
+they spend minutes waiting, not computing (pydicom's download retries, ~3.5 min a run of
+its test file, with no network), so ``.ci/run`` runs them in its background lane beside
+the busy sessions instead of in line with them."""
 
 
 def _tests(member: str) -> None:
@@ -73,7 +79,8 @@ def _tests(member: str) -> None:
     def tests(session: nox.Session) -> None:
         sync(session, dist, "--group", "test", *extra)
         tests_dir = ROOT / path / "tests"
-        ignore = [f"--ignore={tests_dir / sub}" for sub in PHASE2_DIRS.get(member, ())]
+        leave = PHASE2_DIRS.get(member, ()) + WAITING.get(member, ())
+        ignore = [f"--ignore={tests_dir / sub}" for sub in leave]
         code = session.run(
             "python", "-m", "pytest", str(tests_dir), "-p", "no:cacheprovider", *ignore,
             *session.posargs, success_codes=[0, 5],
@@ -101,9 +108,23 @@ def _typecheck(member: str) -> None:
     nox.session(name=f"typecheck-{member}", python=PYTHON)(typecheck)
 
 
+def _waiting(member: str) -> None:
+    path, dist, _, extra = MEMBERS[member]
+    files = [str(ROOT / path / "tests" / name) for name in WAITING[member]]
+
+    def waiting(session: nox.Session) -> None:
+        sync(session, dist, "--group", "test", *extra)
+        session.run("python", "-m", "pytest", *files, "-p", "no:cacheprovider", *session.posargs)
+
+    waiting.__doc__ = f"the waiting tests of {path}/tests ({', '.join(WAITING[member])})"
+    nox.session(name=f"tests-{member}-waiting", python=PYTHON)(waiting)
+
+
 for _member in MEMBERS:
     _tests(_member)
     _typecheck(_member)
+for _member in WAITING:
+    _waiting(_member)
 
 
 @nox.session(name="tests-sandbox-ags-e2b-legacy", python=PYTHON)
