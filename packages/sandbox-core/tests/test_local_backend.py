@@ -107,6 +107,32 @@ async def test_isolation_unavailable_is_reported(
         found.cache_clear()
 
 
+@pytest.mark.parametrize(
+    ("module", "finder", "isolation"),
+    [("isolation", "bwrap_path", True), ("gvisor", "runsc_path", "gvisor")],
+)
+async def test_a_runtime_beneath_tmp_is_refused_by_name_for_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, finder: str, isolation: object
+) -> None:
+    """Run as root, the runtime starts where /tmp is the staging tmpfs: one found beneath
+    /tmp (seen on a GPU node with bwrap unpacked there: every create failed with ENOENT for
+    a file that exists) is refused at the backend's creation, naming the path and the fix."""
+    if os.geteuid() != 0:
+        pytest.skip("only root stages a sandbox's paths on /tmp")
+    found = getattr(importlib.import_module(f"patchgym_sandbox.local.{module}"), finder)
+    runtime = tmp_path / "bin" / "runtime"
+    runtime.parent.mkdir()
+    runtime.write_text("#!/bin/sh\nexit 0\n")
+    runtime.chmod(0o755)
+    found.cache_clear()
+    monkeypatch.setattr(shutil, "which", lambda _: str(runtime))
+    try:
+        with pytest.raises(IsolationUnavailable, match=r"lives beneath /tmp.*outside /tmp"):
+            create_backend({"type": "local", "state_dir": str(tmp_path), "isolation": isolation})
+    finally:
+        found.cache_clear()
+
+
 async def test_gvisor_refuses_network(tmp_path: Path, template: Path) -> None:
     """No network under gVisor: asking for one is a config error naming the field."""
     if shutil.which("runsc") is None:

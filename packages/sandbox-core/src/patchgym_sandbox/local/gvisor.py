@@ -50,6 +50,9 @@ def runsc_path() -> str:
     path = shutil.which("runsc")
     if path is None:
         raise IsolationUnavailable(f"isolation: gvisor runs sandboxes under runsc: {FIX}")
+    hidden = rootless.staged_over(path)
+    if hidden is not None:
+        raise IsolationUnavailable(hidden)
     with tempfile.TemporaryDirectory(prefix="patchgym-runsc-") as tmp:
         uid = rootless.SANDBOX_UID if os.geteuid() == 0 else None
         if uid is not None:

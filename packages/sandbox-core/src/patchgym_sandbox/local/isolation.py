@@ -46,6 +46,9 @@ def bwrap_path() -> str:
     path = shutil.which("bwrap")
     if path is None:
         raise IsolationUnavailable(f"the local backend isolates with bubblewrap: {FIX}")
+    hidden = rootless.staged_over(path)
+    if hidden is not None:
+        raise IsolationUnavailable(hidden)
     probe = subprocess.run(  # --as-pid-1: bubblewrap's own init would be left unreaped
         [path, "--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0", "--cap-drop",
          "ALL", "--as-pid-1", *_system_binds(), "--proc", "/proc", "--dev", "/dev", "true"],

@@ -129,6 +129,21 @@ STAGE = Path("/tmp")
 """Where :func:`private_mounts` stages the sandbox's host paths, on a tmpfs of its own."""
 
 
+def staged_over(program: str) -> str | None:
+    """Why ``program`` (the runtime: bwrap, runsc) cannot start sandboxes for this driver,
+    or None: run as root, the driver starts it in a mount namespace where :data:`STAGE` is
+    the staging tmpfs (:func:`private_mounts`), so a runtime that lives beneath ``/tmp``
+    (itself or where a link to it leads) is not there to exec."""
+    real = Path(os.path.realpath(program))
+    if os.geteuid() != 0 or not real.is_relative_to(STAGE):
+        return None
+    return (
+        f"{program} lives beneath {STAGE} ({real}): run as root, the local backend starts it "
+        f"where {STAGE} holds only a sandbox's staged paths; install it outside {STAGE} "
+        "(apt-get, or copy it to /usr/local/bin)"
+    )
+
+
 def private_mounts(sources: list[Path], detach: Sequence[Path] = ()) -> list[Path]:
     """In a child before exec, or a thread that then starts it (still root): a mount
     namespace of its own with a fresh tmpfs on :data:`STAGE` and each of ``sources`` bound
