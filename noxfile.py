@@ -139,7 +139,7 @@ def tests_ags_legacy(session: nox.Session) -> None:
 @nox.session(name="tests-trainer-k8s", python=PYTHON)
 def tests_trainer_k8s(session: nox.Session) -> None:
     """``datasets build-local --for k8s`` then ``validate sandbox=k8s`` on a real row: needs
-    a cluster ($KUBECONFIG; .ci/run runs it in phase 2, with tests-sandbox-k8s)."""
+    a cluster ($KUBECONFIG; .ci/run runs it in its lane B, with tests-sandbox-k8s)."""
     sync(session, "patchgym-trainer", "--group", "test", "--extra", "cpu")
     session.run(
         "python", "-m", "pytest", str(ROOT / "apps/trainer/tests/k8s"), "-p", "no:cacheprovider",
