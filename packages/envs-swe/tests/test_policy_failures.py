@@ -82,7 +82,12 @@ def sandbox_config(request: pytest.FixtureRequest, local_config: dict[str, Any])
         if shutil.which("runsc") is None:
             pytest.skip("isolation: gvisor needs runsc")
         return {**local_config, "isolation": "gvisor"}
-    return docker_config("csvlite", "wordwrap")
+    # docker does not enforce disk_mb on an ext4 data root (sandbox-docker README): unbounded,
+    # the fill attacks wrote until this host's disk was full (~48 GB, ~75 s each), and every
+    # other writer on the host failed meanwhile (a docker build beside them: ENOSPC). /tmp,
+    # the attacks' target, is a tmpfs of the disk limit here, as a deployment would bound it.
+    tmp = {"/tmp": f"rw,exec,nosuid,nodev,size={SMALL['disk_mb']}m"}
+    return {**docker_config("csvlite", "wordwrap"), "extra_host_config": {"tmpfs": tmp}}
 
 
 async def episode(sandbox: dict[str, Any], attack: Attack) -> tuple[float, dict[str, Any]]:
