@@ -9,7 +9,9 @@ and with ``isolation: none``, mini-swe-agent's LocalEnvironment and SWE-ReX's
 LocalRuntime, and create → exec → close p50 on a 10,000-file template (isolated overlay,
 unisolated overlay, plain copy), the isolated overlay's create → close alone (no exec) and
 two floors measured in the same run (a bare ``bwrap --ro-bind / / true``, a plain
-``unshare`` + overlay mount), with ratios.
+``unshare`` + overlay mount), with ratios. ``--host-mounts N`` (root) adds N bind mounts to
+this machine's mount table while the lifecycles run, as a Docker or Kubernetes host has
+hundreds: the floors grow with them, a sandbox start should not.
 Targets: isolated exec <= 1.2x raw bash (issue 28; 1.5x in issue 23), unisolated <= 1.3x
 (issue 2); isolated overlay create+exec+close <= 40 ms p50 (issue 28), create+close <= 60 ms
 p50 (issue 23); each printed at the end beside the measured value, with the isolated
@@ -20,12 +22,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 from rich.console import Console
@@ -226,6 +229,27 @@ async def lifecycle_rows(template: Path, work: Path, n: int) -> dict[str, list[f
     return times
 
 
+def mount_count() -> int:
+    with open("/proc/self/mountinfo", "rb") as fh:
+        return sum(1 for _ in fh)
+
+
+@contextlib.contextmanager
+def host_mounts(n: int, work: Path) -> Iterator[None]:
+    """``n`` more mounts on this machine (bind mounts of empty folders), removed after."""
+    made: list[Path] = []
+    try:
+        for i in range(n):
+            d = work / "host-mounts" / str(i)
+            d.mkdir(parents=True)
+            subprocess.run(["mount", "--bind", str(d), str(d)], check=True)
+            made.append(d)
+        yield
+    finally:
+        for d in reversed(made):
+            subprocess.run(["umount", "-l", str(d)], check=False)
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -235,6 +259,8 @@ async def main() -> None:
     ap.add_argument("--copy-lifecycles", type=int, default=5,
                     help="create/exec/close cycles of the plain copy (seconds each)")  # fmt: skip
     ap.add_argument("--files", type=int, default=10_000)
+    ap.add_argument("--host-mounts", type=int, default=0,
+                    help="bind mounts added to this machine's table for the lifecycles (root)")  # fmt: skip
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="pg-bench-"))
     console.print(f"[bold]python[/] {sys.version.split()[0]}  cores {os.cpu_count()}  n={args.n}")
@@ -265,7 +291,9 @@ async def main() -> None:
     t2 = Table(title=f"create -> exec -> close, {args.files}-file template")
     for col in ("working copy", "p50 ms", "p95 ms", "ratio vs copy"):
         t2.add_column(col, justify="right" if col != "working copy" else "left")
-    results = await lifecycle_rows(template, work, args.lifecycles)
+    with host_mounts(args.host_mounts, work):
+        console.print(f"mounts on this machine during the lifecycles: {mount_count()}")
+        results = await lifecycle_rows(template, work, args.lifecycles)
     copy = await lifecycle("copy", "none", template, work / "state-copy", args.copy_lifecycles)
     floors = {k: results.pop(k) for k in (FLOOR_BWRAP, FLOOR_OVERLAY) if k in results}
     results["copy, isolation none"] = copy

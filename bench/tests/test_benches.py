@@ -29,7 +29,10 @@ TINY: dict[str, list[str]] = {
     "localbuild.py": ["--n", "1", "--no-docker"],
     "ray_rollout.py": ["--episodes-per-task", "1", "--cpus", "2"],
     "rollout.py": ["--concurrency", "2", "--episodes", "2"],
-    "sandbox_exec.py": ["--n", "3", "--lifecycles", "1", "--copy-lifecycles", "1", "--files", "50"],
+    "sandbox_exec.py": [
+        "--n", "3", "--lifecycles", "1", "--copy-lifecycles", "1", "--files", "50",
+        *(["--host-mounts", "2"] if os.geteuid() == 0 else []),
+    ],
     "train_step.py": ["--tasks", "1", "--samples", "2", "--turns", "1", "--max-new-tokens", "8"],
 }  # fmt: skip
 """Each bench's arguments for the smallest run that still goes through all of its code."""

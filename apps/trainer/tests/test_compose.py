@@ -91,6 +91,17 @@ def test_config_errors_name_key_and_choices(overrides: list[str], needles: list[
         assert needle in str(info.value), (needle, str(info.value))
 
 
+@pytest.mark.parametrize("plus", ["", "+"])
+def test_a_key_the_yaml_leaves_out_but_the_backend_takes_is_set_as_written(plus: str) -> None:
+    """``sandbox.state_dir`` is a field of the local backend's config that its YAML does
+    not set: without ``+`` Hydra refused it (and the message suggested the same key)."""
+    cfg = compose(["sandbox=local", f"{plus}sandbox.state_dir=/srv/pg", "sandbox.max_starting=4"])
+    assert str(cfg.sandbox.state_dir) == "/srv/pg"  # type: ignore[union-attr]  # the local config
+    assert cfg.sandbox.max_starting == 4
+    with pytest.raises(ConfigError, match=r"did you mean `sandbox\.state_dir`"):
+        compose(["sandbox=local", "sandbox.state_dri=/srv/pg"])
+
+
 def test_one_env_object_holds_the_sandbox_and_scaffold() -> None:
     cfg = compose(["sandbox=docker", "agent=sweagent", "env.step_timeout_s=30"])
     assert cfg.env.sandbox is cfg.sandbox and cfg.sandbox.type == "docker"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 
@@ -76,6 +77,40 @@ async def test_bubblewrap_inherits_no_mount_of_the_open_sandboxes(
                 assert (await sb.exec("cat mine.txt")).stdout == "mine\n"
     finally:
         await backend.aclose()
+
+
+async def test_bubblewrap_inherits_no_host_mount_it_has_no_use_for(tmp_path: Path) -> None:
+    """Host mounts bubblewrap reaches by no path (here one beneath ``/tmp``, which the
+    stage covers, and one outside it) leave the launcher's namespace; what it does reach
+    stays (``/proc``, ``/dev``, the stage and what is staged on it), and a sandbox over a
+    source beneath such a mount still sees that source."""
+    elsewhere = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    hidden, source = tmp_path / "hidden", tmp_path / "source"
+    (source / "template").mkdir(parents=True)
+    (source / "template" / "mine.txt").write_text("mine\n")
+    hidden.mkdir()
+    mounted: list[Path] = []
+    try:  # bind mounts: a template view (idmapped) of a tmpfs needs Linux >= 6.3
+        for src, point in ((elsewhere, elsewhere), (source, hidden)):
+            subprocess.run(["mount", "--bind", str(src), str(point)], check=True)
+            mounted.append(point)
+        backend = create_backend({"type": "local", "state_dir": str(tmp_path / "state")})
+        if not isinstance(backend, LocalBackend) or backend.sandbox_uid is None:
+            pytest.skip("no staging namespace here: the driver is not root")
+        try:
+            async with backend.sandbox(SandboxSpec(template=str(hidden / "template"))) as sb:
+                assert isinstance(sb, LocalSandbox) and sb._server is not None
+                launcher = _mount_points(Path(f"/proc/{sb._server.proc.pid}/mountinfo"))
+                for point in mounted:
+                    assert str(point.resolve()) not in launcher, launcher
+                assert {"/", "/proc", "/dev", str(rootless.STAGE)} <= set(launcher), launcher
+                assert (await sb.exec("cat mine.txt")).stdout == "mine\n"
+        finally:
+            await backend.aclose()
+    finally:
+        for point in reversed(mounted):
+            subprocess.run(["umount", "-l", str(point)], check=False)
+        os.rmdir(elsewhere)
 
 
 def _mount_points(mountinfo: Path) -> list[str]:

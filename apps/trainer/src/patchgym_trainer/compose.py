@@ -29,7 +29,38 @@ def group_options(group: str) -> list[str]:
 
 
 def compose_raw(overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The composed config as plain data (interpolations resolved), not yet validated."""
+    """The composed config as plain data (interpolations resolved), not yet validated.
+
+    A key its YAML leaves out but its typed config accepts (``sandbox.state_dir=/x`` on
+    the local backend, whose YAML sets only a few of its keys) is set as if written
+    ``+sandbox.state_dir=/x``: Hydra's struct mode would refuse it and suggest the very
+    key the user wrote. Any other unknown key is an error naming the close match."""
+    overrides = list(overrides)
+    for _ in range(len(overrides) + 1):
+        try:
+            return _compose_raw(overrides)
+        except _NotInStruct as exc:
+            allowed = _allowed_without(exc.key, overrides)
+            if exc.key.rpartition(".")[2] not in allowed:
+                from patchgym_trainer.keys import unknown_key
+
+                raise ConfigError(unknown_key(exc.key, allowed)) from None
+            overrides = [f"+{o}" if _key_of(o) == exc.key and o[:1] not in "+~" else o
+                         for o in overrides]  # fmt: skip
+    raise ConfigError(f"invalid overrides {overrides}")  # unreachable: one key per round
+
+
+class _NotInStruct(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _key_of(override: str) -> str:
+    return override.lstrip("+~").partition("=")[0]
+
+
+def _compose_raw(overrides: Sequence[str]) -> dict[str, Any]:
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
@@ -47,24 +78,23 @@ def compose_raw(overrides: Sequence[str] = ()) -> dict[str, Any]:
         text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         bad = _NOT_IN_STRUCT.search(text)
         if bad is not None:
-            raise ConfigError(_unknown_override(bad.group(1), overrides)) from None
+            raise _NotInStruct(bad.group(1)) from None
         raise ConfigError(f"invalid overrides {list(overrides)}: {text}") from None
     assert isinstance(data, dict)
     return {str(k): v for k, v in data.items()}
 
 
-def _unknown_override(key: str, overrides: Sequence[str]) -> str:
-    """One line for ``env.max_step=3``: the close match and the node's allowed keys (read
-    from the config composed without that override), instead of Hydra's "use +key" hint,
-    which would only lead to a second error."""
-    from patchgym_trainer.keys import allowed_keys, unknown_key
+def _allowed_without(key: str, overrides: Sequence[str]) -> list[str]:
+    """The keys the node of ``key`` accepts (its typed config's fields and its YAML's
+    keys), read from the config composed without that override."""
+    from patchgym_trainer.keys import allowed_keys
 
-    rest = [o for o in overrides if o.lstrip("+~").partition("=")[0] != key]
+    rest = [o for o in overrides if _key_of(o) != key]
     try:
         data = compose_raw(rest)
     except ConfigError:
         data = {}
-    return unknown_key(key, allowed_keys(data, key.split(".")[:-1]))
+    return allowed_keys(data, key.split(".")[:-1])
 
 
 def compose(overrides: Sequence[str] = ()) -> AppConfig:

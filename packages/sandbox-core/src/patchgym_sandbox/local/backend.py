@@ -395,13 +395,15 @@ class LocalSandbox(Sandbox):
         loader = () if gvisor_mode else oomguard.loader_fds(self._backend.python())
         # the working copies of every open sandbox: staged, bubblewrap needs none of them
         detach = [] if gvisor_mode else [self._backend.config.state_dir.resolve()]
+        # and every host mount it has no use for, but where bubblewrap itself lives
+        keep = None if gvisor_mode else [os.path.dirname(os.path.realpath(bwrap_path()))]
 
         def preexec() -> None:
             """Still root: private staging mounts, into the cgroups before any namespace
             exists (so the cgroup namespace's root is the sandbox's own group), then the
             sandbox's uid for good."""
             if uid is not None:
-                rootless.private_mounts(sources, detach)
+                rootless.private_mounts(sources, detach, keep)
             if uid is not None or gvisor_mode:
                 cgroups.add(groups, os.getpid())
             if uid is not None:
@@ -416,7 +418,7 @@ class LocalSandbox(Sandbox):
             them)."""
             back = cgroups.enter(groups)
             try:
-                rootless.private_mounts(sources, detach)
+                rootless.private_mounts(sources, detach, keep)
                 same = nullcontext()
                 with same if thread_uid is None else rootless.thread_identity(thread_uid):
                     yield
@@ -435,7 +437,7 @@ class LocalSandbox(Sandbox):
         def staging_thread() -> Iterator[None]:
             """The launching thread's own staging mounts; the child is born in the sandbox's
             group and takes the sandbox's uid before its exec (:mod:`.clone_into`)."""
-            rootless.private_mounts(sources, detach)
+            rootless.private_mounts(sources, detach, keep)
             yield
 
         etc, tmp, root, workdir = staged[0], staged[1], staged[2], self.workdir
