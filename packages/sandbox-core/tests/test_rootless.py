@@ -14,6 +14,7 @@ import pytest
 from patchgym_sandbox import SandboxSpec, create_backend
 from patchgym_sandbox.local import rootless
 from patchgym_sandbox.local.backend import LocalBackend, LocalSandbox
+from patchgym_sandbox.local.ownthread import in_own_thread
 
 pytestmark = pytest.mark.skipif(
     not rootless.thread_identity_supported(), reason="needs a root driver on x86_64/aarch64"
@@ -111,6 +112,31 @@ async def test_bubblewrap_inherits_no_host_mount_it_has_no_use_for(tmp_path: Pat
         for point in reversed(mounted):
             subprocess.run(["umount", "-l", str(point)], check=False)
         os.rmdir(elsewhere)
+
+
+def test_a_backend_finalizer_in_a_thread_with_its_own_mounts_leaves_the_unmount_for_later(
+    tmp_path: Path,
+) -> None:
+    """A dropped backend's finalizer may run (a garbage collection) in a launcher thread,
+    whose mount namespace is its own: it cannot unmount the host's ``/etc`` copy there, so
+    the next call from a thread that sees the host's mounts does."""
+    from patchgym_sandbox.local import backend as local_backend
+
+    target = tmp_path / "etc-1-x"
+    target.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "t", str(target)], check=True)
+    try:
+
+        def private() -> None:
+            rootless._check(rootless._libc.unshare(rootless.CLONE_NEWNS), "unshare")
+            local_backend._unmount_all([target])
+
+        in_own_thread(private, "private-mounts")
+        assert os.path.ismount(target)  # the host's: out of that thread's reach
+        local_backend._unmount_all([])
+        assert not os.path.ismount(target) and not target.exists()
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False, capture_output=True)
 
 
 def _mount_points(mountinfo: Path) -> list[str]:

@@ -12,6 +12,7 @@ Driver-side file operations go through :mod:`patchgym_sandbox.beneath` in both m
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import os
@@ -236,9 +237,40 @@ def sweep_backend_mounts(state_dir: Path) -> list[Path]:
     return removed
 
 
+_deferred: list[Path] = []
+"""Mounts an :func:`_unmount_all` could not reach where it ran, for the next one."""
+_deferred_lock = threading.Lock()
+
+
 def _unmount_all(mounts: list[Path]) -> None:
+    """Unmount ``mounts`` (emptying the list) and remove their mount points, in this
+    process's mount namespace. A thread with mounts of its own (a launcher in its staging
+    namespace, where a garbage collection may run a dropped backend's finalizer) would
+    only reach its own copies, and the host's mounts would stay for good (seen: a test's
+    backend, never closed, left its ``/etc`` tmpfs and template view in most full runs):
+    there they wait for the next call from anywhere else, which any sandbox's close, any
+    ``aclose`` and the process's exit make."""
+    with _deferred_lock:
+        if not _in_process_namespace():
+            _deferred.extend(mounts)
+            mounts.clear()
+            return
+        mounts.extend(_deferred)
+        _deferred.clear()
     while mounts:
         remove_etc(mounts.pop())  # unmount, then remove the (now empty) mount point
+
+
+def _in_process_namespace() -> bool:
+    """Whether this thread sees this process's mount namespace (its main thread's)."""
+    try:
+        here, main = os.stat("/proc/thread-self/ns/mnt"), os.stat("/proc/self/ns/mnt")
+    except OSError:
+        return True
+    return (here.st_dev, here.st_ino) == (main.st_dev, main.st_ino)
+
+
+atexit.register(_unmount_all, [])
 
 
 def remove_sandbox(state_dir: Path, sandbox_id: str) -> None:
@@ -491,6 +523,7 @@ class LocalSandbox(Sandbox):
         if self._server is not None:
             self._server.kill()
         remove_sandbox(self._backend.config.state_dir, self.id)
+        _unmount_all([])  # what a finalizer had to leave (a pool thread sees the host's)
 
     async def _fork(self, spec: SandboxSpec, n: int) -> list[Sandbox]:
         """Children over one copy of this sandbox's writable state (see ``local.forks``)."""
