@@ -250,6 +250,8 @@ def _unmount_all(mounts: list[Path]) -> None:
     backend, never closed, left its ``/etc`` tmpfs and template view in most full runs):
     there they wait for the next call from anywhere else, which any sandbox's close, any
     ``aclose`` and the process's exit make."""
+    if not mounts and not _deferred:  # a close's check: nothing left over, no /proc read
+        return
     with _deferred_lock:
         if not _in_process_namespace():
             _deferred.extend(mounts)

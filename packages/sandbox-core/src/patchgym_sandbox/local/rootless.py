@@ -174,10 +174,10 @@ def private_mounts(
         (d, os.open(d, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for d in detach
     ]
     try:
-        if keep is not None and _minimal_root([*NEEDED, *keep], fds):
+        if keep is not None and _minimal_root([*NEEDED, *keep], fds, sources):
             anchors = [(d, _reopen(d, fd)) for d, fd in anchors if fd is not None]  # anew
         else:
-            _stage(fds, STAGE)
+            _stage(fds, sources, STAGE)
         for folder, fd in anchors:
             if fd is not None:
                 detach_beneath(folder, fd)
@@ -187,8 +187,9 @@ def private_mounts(
     return staged_paths(sources)
 
 
-def _stage(fds: list[int], base: Path) -> None:
-    """A fresh tmpfs on ``base`` and the source opened as ``fds[i]`` bound on ``base/<i>``."""
+def _stage(fds: list[int], sources: list[Path], base: Path) -> None:
+    """A fresh tmpfs on ``base`` and ``sources[i]`` (opened as ``fds[i]``) bound on
+    ``base/<i>``."""
     _check(_libc.mount(b"tmpfs", bytes(base), b"tmpfs", 0, b"mode=0755,size=1m"), "stage tmpfs")
     for i, fd in enumerate(fds):
         stage = base / str(i)
@@ -197,7 +198,7 @@ def _stage(fds: list[int], base: Path) -> None:
         else:
             stage.touch()
         _check(_libc.mount(f"/proc/self/fd/{fd}".encode(), bytes(stage), None,
-                           MS_BIND | MS_REC, None), f"bind source {i}")  # fmt: skip
+                           MS_BIND | MS_REC, None), f"bind {sources[i]}")  # fmt: skip
 
 
 def _reopen(folder: Path, fd: int) -> int | None:
@@ -219,7 +220,7 @@ OLD = "old"
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 
 
-def _minimal_root(keep: Sequence[str], fds: list[int]) -> bool:
+def _minimal_root(keep: Sequence[str], fds: list[int], sources: list[Path]) -> bool:
     """Make this namespace's root the root filesystem alone (no mount beneath it), with
     each folder of ``keep`` that has mounts at or beneath it bound back recursively (a
     folder that is only a directory of the root filesystem is there already), and the
@@ -229,7 +230,7 @@ def _minimal_root(keep: Sequence[str], fds: list[int]) -> bool:
     nr = SYS_PIVOT_ROOT.get(os.uname().machine)
     if nr is None:
         return False
-    points = [point for _, _, point in _mount_table()]
+    points = _mount_points()
     _check(_libc.mount(b"tmpfs", bytes(STAGE), b"tmpfs", 0, b"mode=0700,size=1m"), "scratch tmpfs")
     try:
         new = SCRATCH_ROOT
@@ -238,7 +239,7 @@ def _minimal_root(keep: Sequence[str], fds: list[int]) -> bool:
         for folder in _bound_back(keep, points):
             _check(_libc.mount(folder.encode(), f"{new}{folder}".encode(), None,
                                MS_BIND | MS_REC, None), f"bind {folder}")  # fmt: skip
-        _stage(fds, Path(f"{new}{STAGE}"))
+        _stage(fds, sources, Path(f"{new}{STAGE}"))
         old = Path(f"{new}{STAGE}") / OLD
         old.mkdir()
         if _libc.syscall(nr, bytes(new), bytes(old)) < 0:
@@ -272,11 +273,10 @@ def _bound_back(keep: Sequence[str], points: list[str]) -> list[str]:
     return chosen
 
 
-def _mount_table() -> list[tuple[int, int, str]]:
-    """(mount id, parent id, mount point) of each mount of this thread's namespace."""
+def _mount_points() -> list[str]:
+    """The mount point of each mount of this thread's namespace."""
     with open("/proc/thread-self/mountinfo", "rb") as fh:
-        fields = [line.split(b" ", 5) for line in fh]
-    return [(int(f[0]), int(f[1]), _unescape(f[4])) for f in fields]
+        return [_unescape(line.split(b" ", 5)[4]) for line in fh]
 
 
 def _beneath(point: str, folder: str) -> bool:
@@ -289,10 +289,8 @@ def detach_beneath(folder: Path, fd: int) -> int:
     beneath a covered folder is still found). Deepest first; a mount that is gone already is
     passed over. Returns how many were detached."""
     prefix = str(folder).rstrip("/") + "/"
-    with open("/proc/thread-self/mountinfo", "rb") as fh:
-        points = [_unescape(line.split(b" ", 5)[4]) for line in fh]
     detached = 0
-    for point in sorted((p for p in points if p.startswith(prefix)), reverse=True):
+    for point in sorted((p for p in _mount_points() if p.startswith(prefix)), reverse=True):
         path = f"/proc/self/fd/{fd}/{point[len(prefix) :]}".encode()
         if _libc.umount2(path, MNT_DETACH) == 0:
             detached += 1
