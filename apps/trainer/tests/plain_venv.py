@@ -78,7 +78,10 @@ class GroundTruth:
 
     def log(self, patch: str, name: str) -> str:
         """The ``pytest -rA`` output of the row's test files under ``patch`` (in a fresh clone
-        named ``name``, first on the import path)."""
+        named ``name``, first on the import path, with a temporary folder of its own, as a
+        sandbox has: runs at once must not share ``/tmp``, where pydicom's
+        ``test_UTF8_filename`` copies to and removes one fixed name, failing whichever run
+        finds it gone)."""
         repo = self.clone(name)
         git = ["git", "-c", "core.hooksPath=/dev/null"]
         for diff in (patch, self.row["test_patch"]):
@@ -87,11 +90,14 @@ class GroundTruth:
                     [*git, "apply", "-"], cwd=repo, input=diff, text=True, check=True,
                     env=git_env("2000-01-01T00:00:00+00:00"),
                 )  # fmt: skip
+        tmp = self.root / f"{name}.tmp"
+        tmp.mkdir()
         done = subprocess.run(
             [*self.offline, self.python, "-m", "pytest", "-rA", "-p", "no:cacheprovider",
              *test_files(self.row["test_patch"])],
             cwd=repo, capture_output=True, text=True, check=False,
-            env={**git_env("2000-01-01T00:00:00+00:00"), "PYTHONPATH": str(repo)},
+            env={**git_env("2000-01-01T00:00:00+00:00"), "PYTHONPATH": str(repo),
+                 "TMPDIR": str(tmp)},
         )  # fmt: skip
         return done.stdout
 

@@ -17,6 +17,7 @@ the kept tests. About 8 minutes: each run of the file waits ~3.5 min on download
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -156,7 +157,16 @@ def test_ground_truth_and_build_agree(
     }, rows
     (regressed,) = [r for r in rows if r["task_id"] == bad["id"] and r["patch"] == "gold"]
     assert regressed["reward"] == 0.0
-    broken = [t for t in kept if truth.statuses_of(logs["regression"]).get(t) != "PASSED"]
-    assert (
-        regressed["p2p"] == f"{len(task['pass_to_pass']) - len(broken)}/{len(task['pass_to_pass'])}"
+    assert regressed["log"], regressed
+    built_log = gzip.decompress((tmp_path / "v" / regressed["log"]).read_bytes()).decode(
+        errors="replace"
     )
+    failing = {
+        where: [t for t in kept if truth.statuses_of(log).get(t) != "PASSED"]
+        for where, log in (("plain venv", logs["regression"]), ("build", built_log))
+    }
+    assert failing["build"] == failing["plain venv"], failing
+    p2p = task["pass_to_pass"]
+    broken = [t for t in failing["plain venv"] if t in p2p]
+    assert broken, "the regression breaks no PASS_TO_PASS test"
+    assert regressed["p2p"] == f"{len(p2p) - len(broken)}/{len(p2p)}"
