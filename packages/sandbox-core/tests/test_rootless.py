@@ -70,9 +70,9 @@ async def test_bubblewrap_inherits_no_mount_of_the_open_sandboxes(
         async with backend.sandbox(spec) as first, backend.sandbox(spec) as second:
             assert isinstance(second, LocalSandbox) and second._server is not None
             inside = str(state.resolve()) + "/"
-            here = _mount_points(Path("/proc/self/mountinfo"))
+            here = rootless._mount_points("/proc/self/mountinfo")
             assert len([p for p in here if p.startswith(inside)]) >= 2  # both working copies
-            launcher = _mount_points(Path(f"/proc/{second._server.proc.pid}/mountinfo"))
+            launcher = rootless._mount_points(f"/proc/{second._server.proc.pid}/mountinfo")
             assert not [p for p in launcher if p.startswith(inside)], launcher
             for sb in (first, second):
                 assert (await sb.exec("cat mine.txt")).stdout == "mine\n"
@@ -101,7 +101,7 @@ async def test_bubblewrap_inherits_no_host_mount_it_has_no_use_for(tmp_path: Pat
         try:
             async with backend.sandbox(SandboxSpec(template=str(hidden / "template"))) as sb:
                 assert isinstance(sb, LocalSandbox) and sb._server is not None
-                launcher = _mount_points(Path(f"/proc/{sb._server.proc.pid}/mountinfo"))
+                launcher = rootless._mount_points(f"/proc/{sb._server.proc.pid}/mountinfo")
                 for point in mounted:
                     assert str(point.resolve()) not in launcher, launcher
                 assert {"/", "/proc", "/dev", str(rootless.STAGE)} <= set(launcher), launcher
@@ -137,7 +137,3 @@ def test_a_backend_finalizer_in_a_thread_with_its_own_mounts_leaves_the_unmount_
         assert not os.path.ismount(target) and not target.exists()
     finally:
         subprocess.run(["umount", "-l", str(target)], check=False, capture_output=True)
-
-
-def _mount_points(mountinfo: Path) -> list[str]:
-    return [rootless._unescape(line.split(b" ")[4]) for line in mountinfo.read_bytes().splitlines()]

@@ -273,9 +273,10 @@ def _bound_back(keep: Sequence[str], points: list[str]) -> list[str]:
     return chosen
 
 
-def _mount_points() -> list[str]:
-    """The mount point of each mount of this thread's namespace."""
-    with open("/proc/thread-self/mountinfo", "rb") as fh:
+def _mount_points(mountinfo: str = "/proc/thread-self/mountinfo") -> list[str]:
+    """The mount point of each mount of this thread's namespace (or of the namespace whose
+    ``mountinfo`` is given: another process's)."""
+    with open(mountinfo, "rb") as fh:
         return [_unescape(line.split(b" ", 5)[4]) for line in fh]
 
 
