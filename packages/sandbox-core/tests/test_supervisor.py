@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,35 @@ def test_a_killed_group_member_counts_until_it_is_dead() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+HOLD_MEMORY = """
+import mmap, sys
+m = mmap.mmap(-1, 1 << 30)
+m.madvise(mmap.MADV_NOHUGEPAGE)  # 262,144 pages of 4 KiB to release at the exit
+for i in range(0, 1 << 30, 1 << 20):
+    m[i : i + (1 << 20)] = b"x" * (1 << 20)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_killed_token_carrier_counts_until_it_is_dead() -> None:
+    """A process found by its token (``setsid``: outside the command's group) is waited for
+    until it is dead, not only until its ``environ`` reads empty: that happens as its exit
+    releases its memory, while it still runs (here, for the time 1 GiB of small pages takes)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_MEMORY],
+        start_new_session=True,
+        env={"PATH": os.defpath, "PATCHGYM_T": "carrier"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        assert supervisor.kill_tree(None, "PATCHGYM_T", "carrier") == 0
+        state = Path(f"/proc/{proc.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        assert state in (b"Z", b"X"), "kill_tree returned before it died"
+    finally:
+        proc.kill()
+        proc.communicate()

@@ -50,6 +50,8 @@ _BASH = {}  # type: Dict[str, str]
 """Where ``bash`` is, per ``PATH`` value (see :func:`_bash`)."""
 _DEVNULL = []  # type: List[int]
 _DEVNULL_LOCK = _thread.allocate_lock()
+KILL_WAIT_S = 10.0
+"""The longest a tree kill waits for what it killed to be dead (see :func:`kill_tree`)."""
 SIGKILL = 9
 """Linux's SIGKILL (``signal`` imports ``enum``: ~4 ms of a sandbox's start)."""
 
@@ -76,45 +78,72 @@ def _pids_with_token(var, token, pgid=None):
     return found
 
 
-def _dying_in(pid, pgid):
-    # type: (int, int) -> bool
-    """Whether ``pid`` is in process group ``pgid`` and not a zombie yet."""
+def _live_stat(pid):
+    # type: (int) -> Optional[List[bytes]]
+    """``pid``'s ``stat`` fields from its state on (the 3rd), None once it is a zombie or gone."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as fh:
             raw = fh.read()
     except OSError:
-        return False
+        return None
     f = raw[raw.rfind(b")") + 2 :].split()
-    return len(f) > 2 and f[0] not in (b"Z", b"X") and int(f[2]) == pgid
+    return f if len(f) > 19 and f[0] not in (b"Z", b"X") else None
+
+
+def _dying_in(pid, pgid):
+    # type: (int, int) -> bool
+    """Whether ``pid`` is in process group ``pgid`` and not a zombie yet."""
+    f = _live_stat(pid)
+    return f is not None and int(f[2]) == pgid
 
 
 def kill_tree(pgid, var, token):
     # type: (Optional[int], str, str) -> int
     """SIGKILL the process group and every process carrying the token; returns survivors.
 
-    Done after two scans in a row find nothing, 10 ms apart, once anything was killed: a
-    process caught in ``execve`` (its ``environ`` unreadable for that moment) is missed by
-    one scan, seldom by two."""
-    empty = 0
+    Each scan comes before the kills it leads to, so a process is found while its
+    ``environ`` still reads (the command's group, killed before the first scan, is found by
+    its group id), and the kill waits for every process it found until that one
+    is a zombie or gone (a killed process can take a long moment to get there: gVisor's
+    Sentry under load, a task in ``D``). Done once nothing found is left and two scans in a
+    row, 10 ms apart, found nothing (a process caught in ``execve`` is missed by one scan,
+    seldom by two), or after ``KILL_WAIT_S`` (a task stuck in ``D`` for good): a bound in
+    time, not in scans, which a loaded machine stretches."""
+    found = {}  # type: Dict[int, Optional[bytes]]
     killed = False
-    for _ in range(40):
+    empty = 0
+    deadline = time.monotonic() + KILL_WAIT_S
+    while True:
+        pids = _pids_with_token(var, token, pgid)
+        for pid in pids:
+            if pid not in found:
+                found[pid] = _start_time(pid)
         if pgid is not None:
             try:
                 os.killpg(pgid, SIGKILL)
             except OSError:
                 pass
-        pids = _pids_with_token(var, token, pgid)
         for pid in pids:
             try:
                 os.kill(pid, SIGKILL)
                 killed = True
             except OSError:
                 pass
-        empty = 0 if pids else empty + 1
+        # a zombie, gone, or its pid since taken by another process: no longer waited for
+        found = {p: t for p, t in found.items() if t is not None and _start_time(p) == t}
+        empty = 0 if pids or found else empty + 1
         if empty >= (2 if killed else 1):
             return 0
+        if time.monotonic() > deadline:
+            return len(found) + len(_pids_with_token(var, token))
         time.sleep(0.01)
-    return len(_pids_with_token(var, token))
+
+
+def _start_time(pid):
+    # type: (int) -> Optional[bytes]
+    """``pid``'s start time (its ``stat``'s 22nd field), None once it is a zombie or gone."""
+    f = _live_stat(pid)
+    return None if f is None else f[19]
 
 
 def _stat(pid):

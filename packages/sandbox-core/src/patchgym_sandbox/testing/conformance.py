@@ -34,9 +34,10 @@ from patchgym_sandbox.testing.pool_conformance import PoolConformance
 from patchgym_sandbox.testing.suite import BackendSuite
 
 ALIVE_CHECK = (
-    # Exit 0 iff the pid in the file is a live, non-zombie process (PID 1 may not reap here).
+    # Exit 0 iff the pid in the file is a live process: not a zombie (PID 1 may not reap
+    # here) nor dead (X), the states kill_tree counts as gone
     "p=$(cat {f}); [ -r /proc/$p/stat ] || exit 1; read -r s < /proc/$p/stat; s=${{s##*) }}; "
-    '[ "${{s%% *}}" != Z ]'
+    's=${{s%% *}}; [ "$s" != Z ] && [ "$s" != X ]'
 )
 
 IGNORES_INT_AND_QUIT = (
