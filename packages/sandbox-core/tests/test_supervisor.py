@@ -77,6 +77,11 @@ def test_a_command_that_closes_its_pipes_keeps_its_deadline() -> None:
     assert capture.result(status).timed_out
 
 
+def _state(pid: int) -> bytes:
+    """The state letter of ``pid``'s ``stat`` (the process must not have been reaped)."""
+    return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+
+
 def test_a_killed_group_member_counts_until_it_is_dead() -> None:
     """``kill_tree`` waits for the command's group as well as for the token: a member whose
     ``environ`` no longer reads (exiting, or never carrying the token) is counted while it
@@ -86,7 +91,7 @@ def test_a_killed_group_member_counts_until_it_is_dead() -> None:
         assert proc.pid in supervisor._pids_with_token("PATCHGYM_T", "none", proc.pid)
         assert proc.pid not in supervisor._pids_with_token("PATCHGYM_T", "none")
         assert supervisor.kill_tree(proc.pid, "PATCHGYM_T", "none") == 0
-        state = Path(f"/proc/{proc.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        state = _state(proc.pid)
         assert state in (b"Z", b"X"), "kill_tree returned before the member died"
         assert proc.pid not in supervisor._pids_with_token("PATCHGYM_T", "none", proc.pid)
     finally:
@@ -119,7 +124,7 @@ def test_a_killed_token_carrier_counts_until_it_is_dead() -> None:
     try:
         assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
         assert supervisor.kill_tree(None, "PATCHGYM_T", "carrier") == 0
-        state = Path(f"/proc/{proc.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        state = _state(proc.pid)
         assert state in (b"Z", b"X"), "kill_tree returned before it died"
     finally:
         proc.kill()

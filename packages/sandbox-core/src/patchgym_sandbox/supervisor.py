@@ -78,13 +78,21 @@ def _pids_with_token(var, token, pgid=None):
     return found
 
 
+def _read_stat(pid):
+    # type: (int) -> Optional[bytes]
+    """``/proc/<pid>/stat``, None if it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
 def _live_stat(pid):
     # type: (int) -> Optional[List[bytes]]
     """``pid``'s ``stat`` fields from its state on (the 3rd), None once it is a zombie or gone."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as fh:
-            raw = fh.read()
-    except OSError:
+    raw = _read_stat(pid)
+    if raw is None:
         return None
     f = raw[raw.rfind(b")") + 2 :].split()
     return f if len(f) > 19 and f[0] not in (b"Z", b"X") else None
@@ -135,7 +143,7 @@ def kill_tree(pgid, var, token):
         if empty >= (2 if killed else 1):
             return 0
         if time.monotonic() > deadline:
-            return len(found) + len(_pids_with_token(var, token))
+            return len(set(found).union(_pids_with_token(var, token)))
         time.sleep(0.01)
 
 
@@ -149,11 +157,10 @@ def _start_time(pid):
 def _stat(pid):
     # type: (int) -> Optional[Tuple[str, int, int, int, int]]
     """``(comm, ppid, pgrp, tty_nr, tpgid)`` from ``/proc/<pid>/stat``, None if it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as fh:
-            raw = fh.read().decode("utf-8", "replace")
-    except OSError:
+    data = _read_stat(pid)
+    if data is None:
         return None
+    raw = data.decode("utf-8", "replace")
     comm = raw[raw.find("(") + 1 : raw.rfind(")")]
     f = raw[raw.rfind(")") + 2 :].split()
     return comm, int(f[1]), int(f[2]), int(f[4]), int(f[5])
