@@ -62,11 +62,13 @@ def test_channel_queue_is_bounded_and_says_what_it_dropped() -> None:
 
     async def main() -> None:
         chan = Chan()
+        chan.feed(b"head")
         for _ in range(10_000):
             chan.feed(b"z" * 100)
         chan.feed(b"last")
         first = await chan.read()
         assert b"bytes of output dropped" in first
+        assert first.startswith(b"head\n[..."), "the head of the flood was dropped"
         rest = [first]
         while chunk := (await chan.read() if chan._chunks else b""):
             rest.append(chunk)

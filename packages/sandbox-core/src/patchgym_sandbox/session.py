@@ -32,7 +32,8 @@ SHELL_ENV = {"PS1": "", "PS2": "", "PROMPT_COMMAND": "", "TERM": "dumb", "HISTFI
 
 
 MAX_QUEUED_BYTES = 1 << 20
-"""Output a channel holds while no one reads; past it the oldest is dropped and counted."""
+"""Output a channel holds while no one reads; past it what came after the oldest unread
+chunk is dropped and counted (the oldest and the newest stay, as a session's head and tail)."""
 
 
 class ShellChannel(ABC):
@@ -54,8 +55,11 @@ class ShellChannel(ABC):
         else:
             self._chunks.append(data)
             self._queued += len(data)
-            while self._queued > self.max_queued_bytes and len(self._chunks) > 1:
-                old = self._chunks.popleft()
+            # the oldest unread chunk (the head of a flood) and the newest stay: the chunks
+            # after the oldest go, so a reader slower than the output still sees how it began
+            while self._queued > self.max_queued_bytes and len(self._chunks) > 2:
+                old = self._chunks[1]
+                del self._chunks[1]
                 self._queued -= len(old)
                 self._dropped += len(old)
         self._ready.set()
@@ -64,7 +68,8 @@ class ShellChannel(ABC):
         loop.call_soon_threadsafe(self.feed, data)
 
     async def read(self) -> bytes:
-        """The next chunk (a note first if output was dropped); ``b""`` at end of stream."""
+        """The next chunk (followed by a note if the output after it was dropped); ``b""``
+        at end of stream."""
         while not self._chunks:
             if self._eof:
                 return b""
@@ -74,7 +79,7 @@ class ShellChannel(ABC):
         self._queued -= len(chunk)
         if self._dropped:
             note = f"\n[... {self._dropped} bytes of output dropped ...]\n".encode()
-            chunk, self._dropped = note + chunk, 0
+            chunk, self._dropped = chunk + note, 0
         return chunk
 
     @abstractmethod
