@@ -9,7 +9,9 @@ and with ``isolation: none``, mini-swe-agent's LocalEnvironment and SWE-ReX's
 LocalRuntime, and create → exec → close p50 on a 10,000-file template (isolated overlay,
 unisolated overlay, plain copy), the isolated overlay's create → close alone (no exec) and
 two floors measured in the same run (a bare ``bwrap --ro-bind / / true``, a plain
-``unshare`` + overlay mount), with ratios. ``--host-mounts N`` (root) adds N bind mounts to
+``unshare`` + overlay mount), with ratios. Then where an isolated exec's time goes beside
+raw's: CPU per call of this process, of the sandbox's exec server and of the command itself
+(alternating blocks of back-to-back calls; ``--split-n`` calls each). ``--host-mounts N`` (root) adds N bind mounts to
 this machine's mount table while the lifecycles run, as a Docker or Kubernetes host has
 hundreds: the floors grow with them, a sandbox start should not.
 Targets: isolated exec <= 1.2x raw bash (issue 28; 1.5x in issue 23), unisolated <= 1.3x
@@ -24,6 +26,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -128,6 +131,66 @@ async def exec_rows(n: int, work: Path) -> list[tuple[str, list[float] | None]]:
         await box.close()
         await b.aclose()
     return [(name, times.get(name)) for name, _ in calls]
+
+
+def _own_and_reaped_cpu(pid: int) -> tuple[float, float]:
+    """CPU seconds of process ``pid`` itself and of the children it reaped (``/proc/<pid>/stat``
+    fields 14-17: utime, stime, cutime, cstime)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
+
+
+SPLIT_COLUMNS = ("wall", "this process", "exec server", "command")
+
+
+def _clocks(init: int) -> dict[str, float]:
+    """Now, in seconds: wall; this process's CPU (every thread); the exec server's own CPU;
+    the commands' (raw: this process's reaped children; isolated: the server's)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server, reaped = _own_and_reaped_cpu(init)
+    return {
+        "wall": time.perf_counter(),
+        "this process": me.ru_utime + me.ru_stime,
+        "exec server": server,
+        "command": reaped,
+        "raw command": kids.ru_utime + kids.ru_stime,
+    }
+
+
+async def exec_cpu_split(n: int, work: Path, blocks: int = 4) -> dict[str, dict[str, float]]:
+    """Milliseconds per call of raw ``bash -c true`` and of an isolated exec of ``true``, by
+    :data:`SPLIT_COLUMNS` (see :func:`_clocks`). Calls run back to back in ``blocks``
+    alternating blocks of ``n // blocks`` each."""
+    backend = create_backend({"type": "local", "state_dir": str(work / "split")})
+    sb = await backend.sandbox(SandboxSpec()).start()
+    init = sb._server.init_pid  # type: ignore[attr-defined]  # the bench reads the init's CPU
+    per = max(1, n // blocks)
+    sums = {side: dict.fromkeys(SPLIT_COLUMNS, 0.0) for side in ("raw", "isolated")}
+    try:
+        for _ in range(20):  # warm-up
+            await sb.exec("true")
+        for _ in range(blocks):
+            for side, row in sums.items():
+                before = _clocks(init)
+                for _ in range(per):
+                    if side == "isolated":
+                        await sb.exec("true")
+                    else:
+                        subprocess.run(["bash", "-c", "true"], capture_output=True)
+                after = _clocks(init)
+                used = {k: after[k] - before[k] for k in after}
+                if side == "raw":  # its command is this process's child; no server
+                    used["command"], used["exec server"] = used["raw command"], 0.0
+                for k in SPLIT_COLUMNS:
+                    row[k] += used[k]
+    finally:
+        await sb.close()
+        await backend.aclose()
+    calls = per * blocks
+    return {side: {k: v / calls * 1000 for k, v in row.items()} for side, row in sums.items()}
 
 
 async def lifecycle(mode: str, isolation: str, template: Path, state: Path, n: int) -> list[float]:
@@ -259,6 +322,8 @@ async def main() -> None:
     ap.add_argument("--copy-lifecycles", type=int, default=5,
                     help="create/exec/close cycles of the plain copy (seconds each)")  # fmt: skip
     ap.add_argument("--files", type=int, default=10_000)
+    ap.add_argument("--split-n", type=int, default=1000,
+                    help="back-to-back calls of each side for the CPU split")  # fmt: skip
     ap.add_argument("--host-mounts", type=int, default=0,
                     help="bind mounts added to this machine's table for the lifecycles (root)")  # fmt: skip
     args = ap.parse_args()
@@ -286,6 +351,20 @@ async def main() -> None:
                 f"{pct(xs, 0.5) / p50s.get(SAME_SHELL.get(name, ''), raw_p50):.2f}x",
             )
     console.print(t)
+
+    split = await exec_cpu_split(args.split_n, work)
+    console.print(
+        "CPU per call (ms, clock ticks of /proc and getrusage: read them to ~0.01 ms at "
+        f"--split-n {args.split_n}); the isolated command is the exec server's reaped child"
+    )
+    t3 = Table(title="where exec('true') goes, back to back")
+    for col in ("side", *(f"{c} ms" for c in SPLIT_COLUMNS), "wall / raw"):
+        t3.add_column(col, justify="right" if col != "side" else "left")
+    raw_wall = split["raw"]["wall"]
+    for name, row in split.items():
+        cells = [f"{row[c]:.3f}" if c != "exec server" or row[c] else "-" for c in SPLIT_COLUMNS]
+        t3.add_row(name, *cells, f"{row['wall'] / raw_wall:.2f}x")
+    console.print(t3)
 
     template = make_template(work / "template", args.files)
     t2 = Table(title=f"create -> exec -> close, {args.files}-file template")

@@ -30,7 +30,7 @@ TINY: dict[str, list[str]] = {
     "ray_rollout.py": ["--episodes-per-task", "1", "--cpus", "2"],
     "rollout.py": ["--concurrency", "2", "--episodes", "2"],
     "sandbox_exec.py": [
-        "--n", "3", "--lifecycles", "1", "--copy-lifecycles", "1", "--files", "50",
+        "--n", "3", "--lifecycles", "1", "--copy-lifecycles", "1", "--files", "50", "--split-n", "8",
         *(["--host-mounts", "2"] if os.geteuid() == 0 else []),
     ],
     "train_step.py": ["--tasks", "1", "--samples", "2", "--turns", "1", "--max-new-tokens", "8"],
