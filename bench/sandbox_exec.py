@@ -11,9 +11,10 @@ unisolated overlay, plain copy), the isolated overlay's create → close alone (
 two floors measured in the same run (a bare ``bwrap --ro-bind / / true``, a plain
 ``unshare`` + overlay mount), with ratios. Then where an isolated exec's time goes beside
 raw's: CPU per call of this process, of the sandbox's exec server and of the command itself
-(alternating blocks of back-to-back calls; ``--split-n`` calls each). ``--host-mounts N`` (root) adds N bind mounts to
-this machine's mount table while the lifecycles run, as a Docker or Kubernetes host has
-hundreds: the floors grow with them, a sandbox start should not.
+(alternating blocks of back-to-back calls; ``--split-n`` calls each). ``--host-mounts N``
+(root) adds N bind mounts to this machine's mount table while the lifecycles run, as a
+Docker or Kubernetes host has hundreds: the floors grow with them, a sandbox start should
+not.
 Targets: isolated exec <= 1.2x raw bash (issue 28; 1.5x in issue 23), unisolated <= 1.3x
 (issue 2); isolated overlay create+exec+close <= 40 ms p50 (issue 28), create+close <= 60 ms
 p50 (issue 23); each printed at the end beside the measured value, with the isolated
@@ -145,18 +146,21 @@ def _own_and_reaped_cpu(pid: int) -> tuple[float, float]:
 SPLIT_COLUMNS = ("wall", "this process", "exec server", "command")
 
 
-def _clocks(init: int) -> dict[str, float]:
-    """Now, in seconds: wall; this process's CPU (every thread); the exec server's own CPU;
-    the commands' (raw: this process's reaped children; isolated: the server's)."""
+def _clocks(side: str, init: int) -> dict[str, float]:
+    """Now, in seconds, by :data:`SPLIT_COLUMNS`: wall; this process's CPU (every thread);
+    the exec server's own CPU (``raw`` has none: 0); the commands' (``raw``: this process's
+    reaped children; ``isolated``: the server's)."""
     me = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    server, reaped = _own_and_reaped_cpu(init)
+    if side == "raw":
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        server, command = 0.0, kids.ru_utime + kids.ru_stime
+    else:
+        server, command = _own_and_reaped_cpu(init)
     return {
         "wall": time.perf_counter(),
         "this process": me.ru_utime + me.ru_stime,
         "exec server": server,
-        "command": reaped,
-        "raw command": kids.ru_utime + kids.ru_stime,
+        "command": command,
     }
 
 
@@ -174,18 +178,15 @@ async def exec_cpu_split(n: int, work: Path, blocks: int = 4) -> dict[str, dict[
             await sb.exec("true")
         for _ in range(blocks):
             for side, row in sums.items():
-                before = _clocks(init)
+                before = _clocks(side, init)
                 for _ in range(per):
                     if side == "isolated":
                         await sb.exec("true")
                     else:
                         subprocess.run(["bash", "-c", "true"], capture_output=True)
-                after = _clocks(init)
-                used = {k: after[k] - before[k] for k in after}
-                if side == "raw":  # its command is this process's child; no server
-                    used["command"], used["exec server"] = used["raw command"], 0.0
+                after = _clocks(side, init)
                 for k in SPLIT_COLUMNS:
-                    row[k] += used[k]
+                    row[k] += after[k] - before[k]
     finally:
         await sb.close()
         await backend.aclose()
@@ -362,7 +363,9 @@ async def main() -> None:
         t3.add_column(col, justify="right" if col != "side" else "left")
     raw_wall = split["raw"]["wall"]
     for name, row in split.items():
-        cells = [f"{row[c]:.3f}" if c != "exec server" or row[c] else "-" for c in SPLIT_COLUMNS]
+        cells = [
+            "-" if (name, c) == ("raw", "exec server") else f"{row[c]:.3f}" for c in SPLIT_COLUMNS
+        ]
         t3.add_row(name, *cells, f"{row['wall'] / raw_wall:.2f}x")
     console.print(t3)
 
