@@ -6,7 +6,8 @@
 Prints exec(`true`) p50/p95 for raw ``subprocess.run(["bash","-c","true"])``, our local
 backend isolated (the default: bubblewrap namespaces, exec through the in-sandbox server)
 and with ``isolation: none``, mini-swe-agent's LocalEnvironment and SWE-ReX's
-LocalRuntime, and create → exec → close p50 on a 10,000-file template (isolated overlay,
+LocalRuntime (each with the environment the isolated sandbox gives its commands), and
+create → exec → close p50 on a 10,000-file template (isolated overlay,
 unisolated overlay, plain copy), the isolated overlay's create → close alone (no exec) and
 two floors measured in the same run (a bare ``bwrap --ro-bind / / true``, a plain
 ``unshare`` + overlay mount), with ratios. Then where an isolated exec's time goes beside
@@ -38,7 +39,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from patchgym_sandbox import SandboxSpec, create_backend
+from patchgym_sandbox import Sandbox, SandboxSpec, create_backend
 from patchgym_sandbox.backend import SandboxBackend
 
 console = Console()
@@ -80,8 +81,36 @@ SAME_SHELL = {"mini-swe-agent LocalEnvironment": RAW_SH}
 runs commands with ``shell=True``: /bin/sh, dash on Debian, cheaper to start than bash)."""
 
 
-async def exec_rows(n: int, work: Path) -> list[tuple[str, list[float] | None]]:
-    """Contenders run round-robin (one call each per round), so load drift hits all alike."""
+BASH_SETS = ("PWD", "SHLVL", "_", "BASH_ENV")
+"""What bash itself puts in its environment (``BASH_ENV``: the isolated init's prelude)."""
+
+
+async def command_env(sb: Sandbox) -> dict[str, str]:
+    """The environment a command of ``sb`` starts with (its bash's exported variables), less
+    the sandbox's own tags (``PATCHGYM_*``) and what bash sets itself: what every contender
+    runs with, so that none is timed with a cheaper or dearer start (bash without ``SHELL``
+    reads the user database, a ``LANG`` loads locale files)."""
+    r = await sb.exec("env -0")
+    pairs = (kv.partition("=") for kv in r.stdout.split("\0") if kv)
+    return {k: v for k, _, v in pairs if not k.startswith("PATCHGYM_") and k not in BASH_SETS}
+
+
+@contextlib.contextmanager
+def environ(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` is ``env`` meanwhile (raw ``subprocess.run`` and the peers inherit it)."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+async def exec_rows(n: int, work: Path) -> tuple[list[tuple[str, list[float] | None]], list[str]]:
+    """Contenders run round-robin (one call each per round), so load drift hits all alike,
+    every one in the isolated sandbox's command environment (the names are returned)."""
     calls: list[tuple[str, Callable[[], Awaitable[object]] | None]] = []
 
     async def raw() -> object:
@@ -120,18 +149,20 @@ async def exec_rows(n: int, work: Path) -> list[tuple[str, list[float] | None]]:
     except ImportError:
         calls.append(("SWE-ReX (not installed)", None))
     times: dict[str, list[float]] = {name: [] for name, fn in calls if fn is not None}
-    for i in range(n + 20):
-        for name, fn in calls:
-            if fn is None:
-                continue
-            t = time.perf_counter()
-            await fn()
-            if i >= 20:  # warm-up rounds
-                times[name].append(time.perf_counter() - t)
+    cmd_env = await command_env(sb)
+    with environ(cmd_env):
+        for i in range(n + 20):
+            for name, fn in calls:
+                if fn is None:
+                    continue
+                t = time.perf_counter()
+                await fn()
+                if i >= 20:  # warm-up rounds
+                    times[name].append(time.perf_counter() - t)
     for box, b in ((sb, backend), (sb_bare, bare)):
         await box.close()
         await b.aclose()
-    return [(name, times.get(name)) for name, _ in calls]
+    return [(name, times.get(name)) for name, _ in calls], sorted(cmd_env)
 
 
 def _own_and_reaped_cpu(pid: int) -> tuple[float, float]:
@@ -176,6 +207,7 @@ async def exec_cpu_split(n: int, work: Path, blocks: int = 4) -> dict[str, dict[
     try:
         for _ in range(20):  # warm-up
             await sb.exec("true")
+        env = await command_env(sb)
         for _ in range(blocks):
             for side, row in sums.items():
                 before = _clocks(side, init)
@@ -183,7 +215,7 @@ async def exec_cpu_split(n: int, work: Path, blocks: int = 4) -> dict[str, dict[
                     if side == "isolated":
                         await sb.exec("true")
                     else:
-                        subprocess.run(["bash", "-c", "true"], capture_output=True)
+                        subprocess.run(["bash", "-c", "true"], capture_output=True, env=env)
                 after = _clocks(side, init)
                 for k in SPLIT_COLUMNS:
                     row[k] += after[k] - before[k]
@@ -331,12 +363,14 @@ async def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="pg-bench-"))
     console.print(f"[bold]python[/] {sys.version.split()[0]}  cores {os.cpu_count()}  n={args.n}")
 
-    rows = await exec_rows(args.n, work)
+    rows, env_names = await exec_rows(args.n, work)
     p50s = {name: pct(xs, 0.5) for name, xs in rows if xs}
     raw_p50 = p50s[rows[0][0]]
     console.print(
         "baseline: the same command through plain subprocess.run from this process, in the same "
-        "shell as the contender (bash -c; mini-swe-agent: sh -c), round-robin with the contenders"
+        "shell as the contender (bash -c; mini-swe-agent: sh -c), round-robin with the "
+        "contenders; every contender runs with the isolated sandbox's command environment "
+        f"({', '.join(env_names)}; the split's raw side too)"
     )
     t = Table(title="exec('true') latency")
     for col in ("contender", "p50 ms", "p95 ms", "p50 / raw, same shell"):

@@ -26,6 +26,17 @@ def test_argv0_stays_bash() -> None:
     assert run('echo "$0"', os.environ["PATH"]).stdout == "bash\n"
 
 
+def test_shell_is_the_bash_that_runs_the_command_unless_given() -> None:
+    path = os.environ["PATH"]
+    r = run('[ "$SHELL" = "$BASH" ] && echo "$SHELL"', path)
+    assert r.stdout == f"{shutil.which('bash', path=path)}\n", r
+    capture = OutputCapture(1 << 20)
+    env = {"PATH": path, "SHELL": "/bin/mine"}
+    status = supervisor.supervise('echo "$SHELL"', capture.feed, env=env, timeout=30)
+    assert capture.result(status).stdout == "/bin/mine\n"
+    assert env == {"PATH": path, "SHELL": "/bin/mine"}  # the caller's dict is left alone
+
+
 def test_a_bash_gone_since_it_was_found_is_looked_up_again(tmp_path: Path) -> None:
     real = shutil.which("bash")
     assert real is not None

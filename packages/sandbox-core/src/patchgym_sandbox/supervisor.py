@@ -44,7 +44,7 @@ DRAIN_AFTER_EXIT_S = 0.05
 SPAWN_RETRY_S = 2.0
 """How long a spawn refused a process (``EAGAIN``: the sandbox's pids limit) is retried:
 the killed leftovers of the last command count until their zombies are reaped (the local
-init reaps every 0.2 s)."""
+init reaps each as it exits)."""
 SPAWN_RETRY_PAUSE_S = 0.005
 _BASH = {}  # type: Dict[str, str]
 """Where ``bash`` is, per ``PATH`` value (see :func:`_bash`)."""
@@ -489,7 +489,10 @@ def _spawn(
     # type: (...) -> Tuple[Child, int, int]
     """Start ``bash -c cmd`` in a session (and process group) of its own, stdin fed by a thread;
     returns it with the read ends of its stdout and stderr pipes (plain descriptors: no file
-    objects to set up and tear down). A spawn the pids limit refuses is retried for
+    objects to set up and tear down). ``env`` (the caller's copy, changed in place) gets
+    ``SHELL``, the bash that runs the command, where it has none: a bash started without
+    it reads the user database for it, about 20 system calls of every command's start
+    (and of every bash the command starts). A spawn the pids limit refuses is retried for
     :data:`SPAWN_RETRY_S`. ``on_spawn`` is called once it started, and before each wait
     for a retry.
 
@@ -499,6 +502,8 @@ def _spawn(
     deadline = time.monotonic() + SPAWN_RETRY_S
     path = env.get("PATH", os.defpath)
     bash = None if argv_prefix else _bash(path)
+    if bash is not None and "SHELL" not in env:
+        env["SHELL"] = bash
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     in_r, in_w = os.pipe() if stdin is not None else (_devnull(), -1)

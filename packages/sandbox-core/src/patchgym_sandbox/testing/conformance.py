@@ -91,6 +91,15 @@ class SandboxConformance(BackendSuite, PoolConformance, ForkConformance):
         assert (await sb.exec("pwd")).stdout.strip() == sb.workdir
 
     @pytest.mark.asyncio
+    async def test_commands_have_a_shell(self, sb: Sandbox) -> None:
+        # the supervisor sets SHELL (to the bash it runs) where the sandbox's environment has
+        # none: bash reads the user database for it otherwise, at every start
+        r = await sb.exec('[ -x "$SHELL" ] && echo runnable')
+        assert r.stdout == "runnable\n", r
+        r = await sb.exec('echo "$SHELL"', env={"SHELL": "/bin/mine"})
+        assert r.stdout == "/bin/mine\n", r
+
+    @pytest.mark.asyncio
     async def test_timeout_kills_process_tree(self, sb: Sandbox) -> None:
         cmd = "sleep 300 & echo $! > bg.pid; setsid sleep 300 & echo $! > sid.pid; sleep 300"
         t0 = time.monotonic()
