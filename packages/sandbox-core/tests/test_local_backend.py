@@ -254,6 +254,28 @@ async def test_background_processes_live_between_execs_and_die_at_close(
     assert not host_processes_with(marker)
 
 
+async def test_the_init_reaps_what_commands_leave_behind(tmp_path: Path, template: Path) -> None:
+    """Orphans become the init's children: a leftover the supervisor killed, and a detached
+    process that exits later on its own (the reaper waits on the exit, no poll) are reaped,
+    not left as zombies that count against the pids limit."""
+    backend = create_backend({"type": "local", "state_dir": str(tmp_path / "s")})
+    async with backend.sandbox(SandboxSpec(template=str(template))) as sb:
+        killed = (await sb.exec("sleep 300 & echo $!")).stdout.strip()
+        detached = (
+            await sb.exec(
+                "setsid env -u PATCHGYM_EXEC sh -c 'sleep 1' </dev/null >/dev/null 2>&1 & echo $!"
+            )
+        ).stdout.strip()
+        assert killed.isdigit() and detached.isdigit()
+
+        async def gone(pid: str) -> bool:
+            r = await sb.exec(f"test -e /proc/{pid} && cut -d' ' -f3 /proc/{pid}/stat")
+            return r.stdout.strip() == ""
+
+        for pid in (killed, detached):
+            assert await eventually(lambda pid=pid: gone(pid)), pid  # type: ignore[misc]
+
+
 async def test_reap_removes_a_crashed_sandbox_and_its_processes(
     tmp_path: Path, template: Path
 ) -> None:
