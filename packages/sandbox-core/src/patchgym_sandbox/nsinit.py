@@ -289,7 +289,7 @@ SUP["supervise"] = _supervise_with_limits
 
 REAP_POLL_S = 0.2
 """How long the reaper leaves a zombie that is a supervised child to its owner (which
-reaps it as its ``supervise`` ends) before it looks again."""
+reaps it as its ``supervise`` ends) before it looks through ``/proc`` for the others."""
 
 
 def reap_orphans():
@@ -298,11 +298,11 @@ def reap_orphans():
     until a child has exited (``waitid`` without reaping it) or, with no child at all,
     until one is spawned: an idle sandbox costs no wake-up (polling ``/proc`` five times a
     second cost ~1.6 ms of CPU a second per sandbox, a few percent of a host running
-    dozens). A supervised child's exit wakes it once, and it waits :data:`REAP_POLL_S`
-    for the owner; a zombie still owned then hides the others from ``waitid``, so they
-    are found through ``/proc`` (:func:`reap_unowned`) every :data:`REAP_POLL_S` until
-    its owner reaped it."""
-    waiting = None  # type: Any  # the owned zombie of the last wake-up
+    dozens). A supervised child's exit wakes it once; it leaves that zombie to its owner
+    for :data:`REAP_POLL_S`, and if the owner has not reaped it by then (``waitid`` would
+    show no other zombie while it stays), finds the others through ``/proc``
+    (:func:`reap_unowned`). So an orphan is reaped as it exits, or within
+    :data:`REAP_POLL_S` of it."""
     while True:
         try:
             pid = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT).si_pid  # type: ignore[union-attr]
@@ -317,10 +317,12 @@ def reap_orphans():
             if not owned:
                 _reap(pid)
         if owned:
-            if pid == waiting:
-                reap_unowned()
-            waiting = pid
             time.sleep(REAP_POLL_S)
+            with SPAWN_LOCK:
+                child = OWNED.get(pid)
+                hiding = child is not None and child.returncode is None
+            if hiding:
+                reap_unowned()
 
 
 def reap_unowned():

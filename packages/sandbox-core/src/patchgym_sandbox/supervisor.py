@@ -44,7 +44,7 @@ DRAIN_AFTER_EXIT_S = 0.05
 SPAWN_RETRY_S = 2.0
 """How long a spawn refused a process (``EAGAIN``: the sandbox's pids limit) is retried:
 the killed leftovers of the last command count until their zombies are reaped (the local
-init reaps each as it exits)."""
+init reaps each as it exits, within 0.2 s)."""
 SPAWN_RETRY_PAUSE_S = 0.005
 _BASH = {}  # type: Dict[str, str]
 """Where ``bash`` is, per ``PATH`` value (see :func:`_bash`)."""
