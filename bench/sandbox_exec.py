@@ -81,8 +81,8 @@ SAME_SHELL = {"mini-swe-agent LocalEnvironment": RAW_SH}
 runs commands with ``shell=True``: /bin/sh, dash on Debian, cheaper to start than bash)."""
 
 
-BASH_SETS = ("PWD", "SHLVL", "_", "BASH_ENV")
-"""What bash itself puts in its environment (``BASH_ENV``: the isolated init's prelude)."""
+BASH_SETS = ("PWD", "SHLVL", "_")
+"""What bash itself puts in its environment."""
 
 
 async def command_env(sb: Sandbox) -> dict[str, str]:
