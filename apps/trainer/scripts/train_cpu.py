@@ -16,6 +16,11 @@
      folder holds no sandbox.
 
     python apps/trainer/scripts/train_cpu.py [--out DIR]
+    python apps/trainer/scripts/train_cpu.py --preset gpu_smoke --expect-device cuda   # a GPU node
+
+On a GPU node the same checks run on ``preset=gpu_smoke`` (six tasks x four samples,
+episodes concurrent, generation batched, bf16 where supported); ``--expect-device`` also
+fails the run when the summary's ``device`` (where the policy trained) is another.
 
 Prints a timing line per phase; exits non-zero (with the failed check) on failure.
 """
@@ -42,6 +47,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--preset", default="cpu_smoke", help="cpu_smoke (CI) or gpu_smoke")
+    ap.add_argument("--expect-device", default=None, help="cpu or cuda: where it must train")
     args = ap.parse_args()
     out = (args.out or Path(tempfile.mkdtemp(prefix="patchgym-train-cpu-"))).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -55,7 +62,7 @@ def main() -> int:
     state_dir = out / "sandboxes"
     runs = out / "runs"
     cmd = [
-        sys.executable, "-m", "patchgym_trainer", "train", "preset=cpu_smoke",
+        sys.executable, "-m", "patchgym_trainer", "train", f"preset={args.preset}",
         f"model.path={model_dir}", f"run.output_dir={runs}", f"+sandbox.state_dir={state_dir}",
     ]  # fmt: skip
     t1 = time.monotonic()
@@ -63,16 +70,16 @@ def main() -> int:
     code = subprocess.call(cmd, timeout=args.timeout, env={**os.environ, **env})
     print(f"[{time.monotonic() - t0:6.1f}s] patchgym train exited {code} after "
           f"{time.monotonic() - t1:.1f}s", flush=True)  # fmt: skip
-    check(code == 0, f"`patchgym train preset=cpu_smoke` exited 0 (got {code})")
+    check(code == 0, f"`patchgym train preset={args.preset}` exited 0 (got {code})")
 
     summaries = sorted(runs.glob("train-*/train_summary.json"))
     check(len(summaries) == 1, f"one train_summary.json under {runs} (found {len(summaries)})")
-    verify(summaries[0].parent, model_dir, state_dir)
-    print(f"[{time.monotonic() - t0:6.1f}s] train_cpu passed", flush=True)
+    verify(summaries[0].parent, model_dir, state_dir, args.expect_device)
+    print(f"[{time.monotonic() - t0:6.1f}s] train_cpu ({args.preset}) passed", flush=True)
     return 0
 
 
-def verify(run_dir: Path, model_dir: Path, state_dir: Path) -> None:
+def verify(run_dir: Path, model_dir: Path, state_dir: Path, device: str | None) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -80,7 +87,10 @@ def verify(run_dir: Path, model_dir: Path, state_dir: Path) -> None:
 
     s = read_summary(run_dir)
     print(f"      summary: steps={s.steps} losses={s.losses} rewards={s.rewards} "
-          f"resolved={s.resolved} forced_gold={s.forced_gold} wall={s.wall_s}s", flush=True)  # fmt: skip
+          f"resolved={s.resolved} forced_gold={s.forced_gold} wall={s.wall_s}s "
+          f"device={s.device} dtype={s.dtype}", flush=True)  # fmt: skip
+    if device is not None:
+        check(s.device.split(":")[0] == device, f"trained on {device} (summary: {s.device})")
     check(not s.infra_errors, f"every episode graded, no infra error ({s.infra_errors})")
     check(all(r is not None for r in s.rewards), "every sample has a reward from its verdict")
     check(1.0 in s.rewards and 0.0 in s.rewards, f"rewards hold a 1 and a 0 ({s.rewards})")

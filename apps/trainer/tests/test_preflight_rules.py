@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from patchgym_sandbox.registry import load_config
+from patchgym_trainer.compose import compose
 from patchgym_trainer.preflight import rules
 from patchgym_trainer.schema import TrainSettings
 
@@ -157,3 +159,18 @@ async def test_images_probe_asks_the_backend_what_it_provisions_from(tmp_path: A
     assert bad.status == "fail" and "template folder not found" in bad.detail
     none = [t.model_copy(update={"template": None}) for t in tasks]
     assert (await probes.images(local, none)).status == "fail"
+
+
+PRESETS = sorted(
+    p.stem for p in (Path(rules.__file__).parents[1] / "conf" / "preset").glob("*.yaml")
+)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_shipped_preset_passes_the_config_rules(preset: str) -> None:
+    """A preset that preflight blocks is a broken promise (``gpu_smoke`` once shipped a
+    ``ppo_mini_batch_size`` larger than its batch and stopped at preflight on a real GPU)."""
+    cfg = compose([f"preset={preset}", "model.path=/models/any"])
+    for check in (rules.token_budget(cfg.train), rules.batch_divisibility(cfg.train),
+                  rules.tensor_parallel(cfg.train)):  # fmt: skip
+        assert check.status == "pass", (preset, check)

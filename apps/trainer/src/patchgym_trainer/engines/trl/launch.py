@@ -45,6 +45,10 @@ class TrainSummary(BaseModel):
     run_id: str
     leftover_sandboxes: list[str]
     wall_s: float
+    device: str = "cpu"
+    """Where the policy trained: ``cpu`` or ``cuda:N (<GPU name>)``."""
+    dtype: str = "float32"
+    """The policy's parameter dtype while training (``bfloat16`` on GPUs that support it)."""
 
 
 def env_reward(
@@ -141,6 +145,10 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
         for n, p in trained.named_parameters()
     )
     eps = rollout.episodes
+    param = next(trained.parameters())
+    where = str(param.device)
+    if param.device.type == "cuda":
+        where += f" ({torch.cuda.get_device_name(param.device)})"
     summary = TrainSummary(
         steps=int(trainer.state.global_step),
         losses=losses,
@@ -158,13 +166,15 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
         run_id=run_id,
         leftover_sandboxes=leftover_sandboxes(cfg.sandbox, run_id),
         wall_s=round(time.monotonic() - started, 1),
+        device=where,
+        dtype=str(param.dtype).removeprefix("torch."),
     )
     (out_dir / "train_summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
     loss_txt = ", ".join(f"{x:.4g}" for x in losses)
     console.print(
         f"trl: {summary.steps} optimiser step(s), loss [{loss_txt}], rewards {summary.rewards}, "
         f"max |Δparam| {delta:.3g}, checkpoint {ckpt}, leftover sandboxes "
-        f"{len(summary.leftover_sandboxes)}, {summary.wall_s} s",
+        f"{len(summary.leftover_sandboxes)}, {summary.wall_s} s on {where} ({summary.dtype})",
         highlight=False,
     )
     if not all(math.isfinite(x) for x in losses):
