@@ -52,10 +52,20 @@ class LocalConfig(BackendConfig):
         return v
 
     def checks(self) -> list[CheckRow]:
-        """Also which cgroup layout the limits will use (found as the backend finds it)."""
+        """Also whether the isolation runs here (the probe sandbox start itself makes) and
+        which cgroup layout the limits will use (found as the backend finds it)."""
         rows = super().checks()
         if self.isolation == "none":
+            rows.append(
+                CheckRow(
+                    name="isolation",
+                    status="warn",
+                    detail="isolation: none (commands run as the driver's user, no security boundary)",
+                    fix="drop sandbox.isolation=none where bubblewrap is installed",
+                )
+            )
             return rows
+        rows.append(self._isolation_row())
         from patchgym_sandbox.local.cgroup_layout import layout
 
         lay = layout()
@@ -67,6 +77,23 @@ class LocalConfig(BackendConfig):
             )
         )
         return rows
+
+    def _isolation_row(self) -> CheckRow:
+        from patchgym_sandbox.errors import IsolationUnavailable
+        from patchgym_sandbox.local import gvisor, isolation
+
+        if self.isolation == "bwrap":
+            probe, fix = isolation.bwrap_path, isolation.FIX
+        else:
+            probe, fix = gvisor.runsc_path, gvisor.FIX
+        try:
+            path = probe()
+        except IsolationUnavailable as exc:
+            detail = str(exc).removesuffix(f": {fix}")
+            return CheckRow(name="isolation", status="fail", detail=detail, fix=fix)
+        return CheckRow(
+            name="isolation", status="pass", detail=f"{self.isolation}: {path} starts a sandbox"
+        )
 
     def build(self) -> LocalBackend:
         from patchgym_sandbox.local.backend import LocalBackend
