@@ -1,14 +1,16 @@
-"""One TRL rollout + update, sequential vs batched, in one run: where the step's time goes.
+"""One TRL rollout + update, sequential vs batched (vs static cache), in one run: where the step's time goes.
 
     UV_PROJECT_ENVIRONMENT=/tmp/venv-cpu uv run --package patchgym-trainer --extra cpu \\
         python bench/train_step.py                       # CPU: the tiny model, built here
     python bench/train_step.py --model /models/Qwen2.5-0.5B-Instruct --max-new-tokens 256
 
-Both rows run the same episodes (``--tasks`` bundled tasks x ``--samples``, local
+The rows run the same episodes (``--tasks`` bundled tasks x ``--samples``, local
 sandboxes, the model acting) through :class:`~patchgym_trainer.engines.trl.rollout.EpisodeRollout`:
 ``sequential`` is one episode and one sequence per ``generate`` at a time (the engine
 before batching), ``batched`` runs the episodes concurrently and generates each turn for
-all live episodes in one call. Per row: rollout wall time, the part spent generating,
+all live episodes in one call; with ``--static-cache`` a third row batches into one static
+KV cache (``train.static_cache=true``: on a GPU ``transformers`` then compiles the decode
+step, and the row's first turn pays that compile). Per row: rollout wall time, the part spent generating,
 the rest (sandboxes: create, tools, grading), one update (forward + backward over every
 sample's tokens), generated tokens per second of generation, and how busy the GPU was
 during the rollout (NVML utilisation sampled every 50 ms and averaged, when ``pynvml``
@@ -30,6 +32,9 @@ from rich.table import Table
 
 from patchgym_envs import EnvConfig, bundled_tasks
 from patchgym_trainer.engines.trl.rollout import EpisodeRollout, RolloutSettings, prompt_messages
+
+PROMPT_TOKENS = 4096
+"""Room for the scaffold's prompt in the static cache's length (``--static-cache``)."""
 
 
 class GpuBusy:
@@ -113,7 +118,12 @@ def row(name: str, model: Any, tok: Any, args: argparse.Namespace) -> list[str]:
         max_new_tokens_per_turn=args.max_new_tokens,
         max_completion_tokens=args.max_new_tokens * args.turns * 4,
         num_generations=args.samples,
-        batched=name == "batched",
+        batched=name != "sequential",
+        static_cache_len=(
+            PROMPT_TOKENS + args.max_new_tokens * (args.turns * 4 + 1)
+            if name == "batched, static cache"
+            else None
+        ),
     )
     env = EnvConfig(max_steps=args.turns, step_timeout_s=60, run_id=f"bench-{name}")
     rollout = EpisodeRollout(tasks, env=env, settings=settings, tokenizer=tok)
@@ -162,6 +172,12 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=4)
     p.add_argument("--turns", type=int, default=3)
     p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument(
+        "--static-cache",
+        action="store_true",
+        help="a third row: batched into one static KV cache (train.static_cache=true; on a GPU, "
+        "transformers compiles the decode step: the first turn pays the compile)",
+    )
     args = p.parse_args()
     console = Console(width=160)
     model, tok, where = load(args.model)
@@ -169,13 +185,16 @@ def main() -> None:
     for col in ("mode", "episodes", "rollout s", "generate s", "env s", "update s",
                 "new tokens", "tokens/s", "GPU busy"):  # fmt: skip
         table.add_column(col, justify="right")
-    rows = [row(name, model, tok, args) for name in ("sequential", "batched")]
+    names = ["sequential", "batched"] + (["batched, static cache"] if args.static_cache else [])
+    rows = [row(name, model, tok, args) for name in names]
     for r in rows:
         table.add_row(*r)
     console.print(table)
-    seq, bat = (float(r[7]) if r[7] != "-" else 0.0 for r in rows)
+    seq, bat, *static = (float(r[7]) if r[7] != "-" else 0.0 for r in rows)
     if seq and bat:
         console.print(f"batched / sequential tokens/s: {bat / seq:.1f}x")
+    if static and static[0] and bat:
+        console.print(f"static cache / batched tokens/s: {static[0] / bat:.1f}x")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ TINY: dict[str, list[str]] = {
         "--n", "3", "--lifecycles", "1", "--copy-lifecycles", "1", "--files", "50", "--split-n", "8",
         *(["--host-mounts", "2"] if os.geteuid() == 0 else []),
     ],
-    "train_step.py": ["--tasks", "1", "--samples", "2", "--turns", "1", "--max-new-tokens", "8"],
+    "train_step.py": [
+        "--tasks", "1", "--samples", "2", "--turns", "1", "--max-new-tokens", "8", "--static-cache",
+    ],
 }  # fmt: skip
 """Each bench's arguments for the smallest run that still goes through all of its code."""
 

@@ -121,3 +121,39 @@ def test_cpu_platform_keeps_trainer_device_cpu() -> None:
         assert not pm._current_platform.is_ipc_supported()
     finally:
         pm._current_platform = saved
+
+
+def test_static_cache_decodes_what_the_dynamic_cache_decodes(tmp_path: Path) -> None:
+    """``hf_batch_fn(static=...)``: filler rows, one reused cache and a too-big call that
+    falls back change no token (greedy, the tiny model on CPU, where nothing compiles)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from patchgym_trainer.engines.trl.generate import hf_batch_fn
+    from patchgym_trainer.testing.tiny_model import build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "tiny", hidden=32, layers=2)
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    text = [t.problem_statement for t in bundled_tasks()]
+    calls = [  # (contexts, new tokens): a full batch, fewer rows and wider, then too many
+        ([tok(x)["input_ids"][:40] for x in text[:4]], 12),
+        ([tok(text[4])["input_ids"][:70], tok(text[5])["input_ids"][:9]], 20),
+        ([tok(x)["input_ids"][:30] for x in text[:6]], 8),
+    ]
+    dynamic = hf_batch_fn(model, tok, temperature=0)
+    static = hf_batch_fn(model, tok, temperature=0, static=(4, 128))
+    for contexts, n in calls:
+        want = dynamic(contexts, n)
+        assert static(contexts, n) == want
+        assert all(0 < len(w) <= n for w in want)
+
+
+def test_train_static_cache_sizes_the_cache_for_a_whole_episode() -> None:
+    from patchgym_trainer.engines.trl.launch import rollout_settings
+
+    cfg = compose(["preset=gpu_smoke", "model.path=/models/tiny"])
+    assert rollout_settings(cfg).static_cache_len is None  # off unless asked
+    t = compose(["preset=gpu_smoke", "model.path=/models/tiny", "train.static_cache=true"]).train
+    want = t.max_prompt_length + t.max_response_length + t.max_new_tokens_per_turn
+    assert rollout_settings(cfg.model_copy(update={"train": t})).static_cache_len == want

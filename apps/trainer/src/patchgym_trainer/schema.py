@@ -194,12 +194,17 @@ class TrainSettings(_Strict):
     expected_episode_s: float = Field(default=300.0, gt=0)
     """Typical episode wall time, for the sandbox-hours estimate in preflight."""
     extra_overrides: list[str] = Field(default_factory=list)
+    """Raw verl overrides appended last (``actor_rollout_ref.actor.clip_ratio_high=0.28``)."""
     max_new_tokens_per_turn: int = Field(default=1024, gt=0)
     """engine=trl: tokens the model may write per agent turn (``max_response_length`` caps the episode)."""
     force_gold_samples: int = Field(default=0, ge=0)
     """engine=trl, a smoke-test device only: this many samples per group act with the gold
     patch instead of the model, so a random model's group advantage is non-zero."""
-    """Raw verl overrides appended last (``actor_rollout_ref.actor.clip_ratio_high=0.28``)."""
+    static_cache: bool = False
+    """engine=trl: decode each turn's batch into one static KV cache (the step's episodes x
+    max prompt + max response + one turn), so that on a GPU ``transformers`` compiles the
+    decode step once instead of launching every kernel of it (see ``engines/trl/generate.py``).
+    Costs that cache's memory up front; off by default."""
 
 
 class AppConfig(_Strict):

@@ -92,6 +92,24 @@ def grpo_args(cfg: AppConfig, out_dir: Path) -> Any:
     )
 
 
+def rollout_settings(cfg: AppConfig) -> RolloutSettings:
+    """What each episode may spend, from ``train.*`` (and how its turns are generated)."""
+    t = cfg.train
+    return RolloutSettings(
+        scaffold=cfg.agent.scaffold,
+        max_new_tokens_per_turn=t.max_new_tokens_per_turn,
+        max_completion_tokens=t.max_response_length,
+        temperature=cfg.rollout.temperature,
+        force_gold=t.force_gold_samples,
+        num_generations=t.rollout_n,
+        static_cache_len=(
+            t.max_prompt_length + t.max_response_length + t.max_new_tokens_per_turn
+            if t.static_cache
+            else None
+        ),
+    )
+
+
 def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
     """Train, save, write the summary; returns 0 (errors raise)."""
     import time
@@ -104,7 +122,6 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
     started = time.monotonic()
     out_dir = out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    t = cfg.train
     tasks = load_dataset(cfg.dataset).tasks
     run_id = f"train-{cfg.run.name}-{uuid.uuid4().hex[:8]}"
     env = cfg.env.model_copy(update={"run_id": run_id})  # the one validated EnvConfig
@@ -113,14 +130,7 @@ def launch(cfg: AppConfig, out_dir: Path, console: Console) -> int:
     dtype = torch.bfloat16 if use_bf16() else torch.float32
     model = AutoModelForCausalLM.from_pretrained(cfg.model.path, dtype=dtype)
     start_params = {n: p.detach().clone() for n, p in model.named_parameters()}
-    settings = RolloutSettings(
-        scaffold=cfg.agent.scaffold,
-        max_new_tokens_per_turn=t.max_new_tokens_per_turn,
-        max_completion_tokens=t.max_response_length,
-        temperature=cfg.rollout.temperature,
-        force_gold=t.force_gold_samples,
-        num_generations=t.rollout_n,
-    )
+    settings = rollout_settings(cfg)
     rollout = EpisodeRollout(tasks, env=env, settings=settings, tokenizer=tokenizer)
     data = Dataset.from_list([{"prompt": prompt_messages(x, settings.scaffold)} for x in tasks])
     try:

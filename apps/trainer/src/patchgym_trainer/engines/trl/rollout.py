@@ -46,7 +46,7 @@ from patchgym_agents.defaults import TEMPERATURE
 from patchgym_agents.driver import EndReason, EnvStep, EpisodeDriver, Turns, hack_metrics
 from patchgym_envs import EnvConfig, SWEEnv, Task
 from patchgym_envs.looprunner import LoopRunner
-from patchgym_trainer.engines.trl.generate import BatchedGenerator, hf_batch_fn
+from patchgym_trainer.engines.trl.generate import MAX_BATCH, BatchedGenerator, hf_batch_fn
 
 TokenGenerate = Callable[[list[int], int], Awaitable[list[int]]]
 """``generate(context_ids, max_new_tokens) -> new_ids``: one sampled assistant turn (ending
@@ -69,6 +69,9 @@ class RolloutSettings(BaseModel):
     batched: bool = True
     """Run the batch's episodes concurrently and generate each turn for all of them in one
     batched call (:mod:`.generate`); False: one episode, one sequence at a time."""
+    static_cache_len: int | None = None
+    """Batched generation decodes into one static cache of this many tokens per episode
+    (``hf_batch_fn(static=...)``); None: the default dynamic cache."""
 
 
 class Episode(BaseModel):
@@ -188,10 +191,18 @@ class EpisodeRollout:
         if not self.settings.batched:
             self.generator = None
             return [await self._episode(t, model, idx, forced) for t, idx, forced in plan]
+        acting = sum(not forced for _, _, forced in plan)
+        length = self.settings.static_cache_len
         gen = self.generator = BatchedGenerator(
-            hf_batch_fn(model, self.tokenizer, temperature=self.settings.temperature)
+            hf_batch_fn(
+                model,
+                self.tokenizer,
+                temperature=self.settings.temperature,
+                static=(min(acting, MAX_BATCH), length) if length and acting else None,
+            ),
+            max_batch=MAX_BATCH,
         )
-        gen.expect(sum(not forced for _, _, forced in plan))
+        gen.expect(acting)
 
         async def one(task: Task, idx: str, forced: bool) -> Episode:
             try:
