@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,45 @@ def test_a_killed_token_carrier_counts_until_it_is_dead() -> None:
     finally:
         proc.kill()
         proc.communicate()
+
+
+FREEZER_V1 = Path("/sys/fs/cgroup/freezer")
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not (FREEZER_V1 / "tasks").exists(),
+    reason="needs root and the cgroup v1 freezer (a v2-frozen task dies of SIGKILL)",
+)
+def test_a_process_that_outlives_its_kill_is_reported(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A command's background process frozen in a v1 freezer cgroup (as a task stuck in
+    ``D`` would be) survives SIGKILL until thawed: the result counts it as ``unkilled``
+    after ``KILL_WAIT_S`` instead of saying nothing; once thawed it dies."""
+    monkeypatch.setattr(supervisor, "KILL_WAIT_S", 0.5)
+    group = FREEZER_V1 / f"patchgym-test-{os.getpid()}-{tmp_path.name}"
+    group.mkdir()
+    frozen: list[int] = []
+
+    def on_chunk(stream: int, data: bytes) -> None:
+        capture.feed(stream, data)
+        if stream == 1 and not frozen:
+            frozen.append(int(data.split()[0]))
+            (group / "tasks").write_text(str(frozen[0]))
+            (group / "freezer.state").write_text("FROZEN")
+
+    capture = OutputCapture()
+    try:
+        status = supervisor.supervise("sleep 60 & echo $!; wait", on_chunk, timeout=1.0)
+        result = capture.result(status)
+        assert frozen and result.timed_out
+        assert result.unkilled == 1, result
+    finally:
+        (group / "freezer.state").write_text("THAWED")
+        deadline = time.monotonic() + 30
+        while (group / "tasks").read_text().strip() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the pending SIGKILL lands once thawed
+        group.rmdir()
+    plain = OutputCapture()
+    status = supervisor.supervise("sleep 60 & echo $!; wait", plain.feed, timeout=0.5)
+    assert plain.result(status).unkilled == 0 and "unkilled" not in status

@@ -85,4 +85,5 @@ class OutputCapture:
             truncated=self.truncated,
             bytes_dropped=self.bytes_dropped,
             duration_s=float(status["duration_s"]),  # type: ignore[arg-type]  # status is parsed JSON: values are object
+            unkilled=int(status.get("unkilled", 0)),  # type: ignore[call-overload]  # status is parsed JSON: values are object
         )

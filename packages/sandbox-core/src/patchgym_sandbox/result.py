@@ -28,6 +28,10 @@ class ExecResult(BaseModel):
     truncated: bool = False
     bytes_dropped: int = 0
     duration_s: float = 0.0
+    unkilled: int = 0
+    """Processes of the command still alive ``KILL_WAIT_S`` after the SIGKILL that ended
+    it (stuck in uninterruptible sleep: a hung filesystem, a frozen cgroup): they may hold
+    the sandbox's files or memory until the kernel lets them die; 0 when all died."""
 
     @property
     def ok(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import os
 import shlex
 import tarfile
@@ -29,6 +30,8 @@ from patchgym_sandbox.derived import DERIVE_TIMEOUT_S
 from patchgym_sandbox.errors import ConfigError, DeriveFailed, SandboxClosed
 from patchgym_sandbox.result import ExecResult
 from patchgym_sandbox.spec import SandboxSpec
+
+log = logging.getLogger("patchgym.sandbox")
 
 if TYPE_CHECKING:
     from patchgym_sandbox.backend import SandboxBackend
@@ -254,7 +257,16 @@ class Sandbox(ABC):
             max_output_bytes=self.spec.max_output_bytes,
         )
         await self._keep_lease()
-        return await self._exec(req)
+        res = await self._exec(req)
+        if res.unkilled:
+            log.warning(
+                "sandbox %s: %d process(es) of a command were still alive after SIGKILL "
+                "(stuck in the kernel); they go with the sandbox or the kernel: %.80r",
+                self.id,
+                res.unkilled,
+                command,
+            )
+        return res
 
     def session(
         self, *, cwd: str | None = None, env: Mapping[str, str] | None = None

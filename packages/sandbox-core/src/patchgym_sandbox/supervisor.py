@@ -666,8 +666,9 @@ def _wait_after_output(proc, limits):
 
 
 def _kill_leftovers(pgid, token, forced):
-    # type: (int, str, bool) -> None
-    """Kill anything left in the group (or escaped from it) and wait until it is gone.
+    # type: (int, str, bool) -> int
+    """Kill anything left in the group (or escaped from it) and wait until it is gone;
+    returns how many were still alive after ``KILL_WAIT_S`` (see :func:`kill_tree`).
 
     The common case (nothing left, not ``forced`` by a timeout or a pipe still held) costs
     one failed ``killpg`` and no ``/proc`` scan.
@@ -678,7 +679,8 @@ def _kill_leftovers(pgid, token, forced):
     except OSError:
         leftovers = False
     if leftovers or forced:
-        kill_tree(pgid, TOKEN_VAR, token)
+        return kill_tree(pgid, TOKEN_VAR, token)
+    return 0
 
 
 def _read_buffered(pipes, on_chunk):
@@ -744,11 +746,14 @@ def supervise(
     expired = _pump(proc, pipes, on_chunk, limits)
     if expired is None and not pipes.open:
         expired = _wait_after_output(proc, limits)
-    _kill_leftovers(proc.pid, token, forced=expired is not None or bool(pipes.open))
+    unkilled = _kill_leftovers(proc.pid, token, forced=expired is not None or bool(pipes.open))
     _read_buffered(pipes, on_chunk)
     os.close(out_r)
     os.close(err_r)
-    return _final_status(proc.wait(), expired, start)
+    status = _final_status(proc.wait(), expired, start)
+    if unkilled:  # absent in the common case: the status line stays as it was
+        status["unkilled"] = unkilled
+    return status
 
 
 def _main():
