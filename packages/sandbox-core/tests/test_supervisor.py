@@ -183,3 +183,11 @@ def test_a_process_that_outlives_its_kill_is_reported(
     plain = OutputCapture()
     status = supervisor.supervise("sleep 60 & echo $!; wait", plain.feed, timeout=0.5)
     assert plain.result(status).unkilled == 0 and "unkilled" not in status
+
+
+@pytest.mark.parametrize("sent", ["3", -1, True, None, 2.5, [1]])
+def test_a_malformed_unkilled_count_reads_as_zero(sent: object) -> None:
+    """The status line crosses the sandbox boundary: a forged extra field fails nothing."""
+    status = {"exit_code": 0, "timed_out": False, "idle_timed_out": False, "duration_s": 0.1}
+    assert OutputCapture().result({**status, "unkilled": sent}).unkilled == 0
+    assert OutputCapture().result({**status, "unkilled": 2}).unkilled == 2

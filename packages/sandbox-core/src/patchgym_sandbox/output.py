@@ -85,5 +85,11 @@ class OutputCapture:
             truncated=self.truncated,
             bytes_dropped=self.bytes_dropped,
             duration_s=float(status["duration_s"]),  # type: ignore[arg-type]  # status is parsed JSON: values are object
-            unkilled=int(status.get("unkilled", 0)),  # type: ignore[call-overload]  # status is parsed JSON: values are object
+            unkilled=_count(status.get("unkilled")),
         )
+
+
+def _count(value: object) -> int:
+    """A status count as sent (a positive int), else 0: the status line crosses the
+    sandbox boundary, and a malformed extra field must not fail the exec."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
