@@ -3,6 +3,7 @@
     UV_PROJECT_ENVIRONMENT=/tmp/venv-cpu uv run --package patchgym-trainer --extra cpu \\
         python bench/train_step.py                       # CPU: the tiny model, built here
     python bench/train_step.py --model /models/Qwen2.5-0.5B-Instruct --max-new-tokens 256
+    python bench/train_step.py --shape qwen2.5-0.5b --static-cache   # a GPU node, no hub
 
 The rows run the same episodes (``--tasks`` bundled tasks x ``--samples``, local
 sandboxes, the model acting) through :class:`~patchgym_trainer.engines.trl.rollout.EpisodeRollout`:
@@ -75,7 +76,7 @@ class GpuBusy:
         return f"{sum(self.samples) / len(self.samples):.0f}%"
 
 
-def load(model_path: str | None) -> tuple[Any, Any, str]:
+def load(model_path: str | None, shape: str = "tiny") -> tuple[Any, Any, str]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -83,7 +84,7 @@ def load(model_path: str | None) -> tuple[Any, Any, str]:
         from patchgym_trainer.testing.tiny_model import build_tiny_model
 
         model_path = str(Path(tempfile.mkdtemp(prefix="pg-bench-tiny-")) / "tiny-qwen")
-        build_tiny_model(model_path)
+        build_tiny_model(model_path, shape=shape)
     cuda = torch.cuda.is_available()
     dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
     tok = AutoTokenizer.from_pretrained(model_path)
@@ -167,7 +168,13 @@ def row(name: str, model: Any, tok: Any, args: argparse.Namespace) -> list[str]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", default=None, help="a local HF model folder (default: tiny)")
+    p.add_argument("--model", default=None, help="a local HF model folder (default: --shape)")
+    p.add_argument(
+        "--shape",
+        default="tiny",
+        help="without --model, a random model of this shape, built here "
+        "(patchgym_trainer.testing.tiny_model.SHAPES: tiny, qwen2.5-0.5b)",
+    )
     p.add_argument("--tasks", type=int, default=6)
     p.add_argument("--samples", type=int, default=4)
     p.add_argument("--turns", type=int, default=3)
@@ -180,7 +187,7 @@ def main() -> None:
     )
     args = p.parse_args()
     console = Console(width=160)
-    model, tok, where = load(args.model)
+    model, tok, where = load(args.model, args.shape)
     table = Table(title=f"train step phases ({where}, {args.tasks} tasks x {args.samples})")
     for col in ("mode", "episodes", "rollout s", "generate s", "env s", "update s",
                 "new tokens", "tokens/s", "GPU busy"):  # fmt: skip

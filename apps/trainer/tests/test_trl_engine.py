@@ -157,3 +157,19 @@ def test_train_static_cache_sizes_the_cache_for_a_whole_episode() -> None:
     t = compose(["preset=gpu_smoke", "model.path=/models/tiny", "train.static_cache=true"]).train
     want = t.max_prompt_length + t.max_response_length + t.max_new_tokens_per_turn
     assert rollout_settings(cfg.model_copy(update={"train": t})).static_cache_len == want
+
+
+def test_the_qwen05b_shape_is_qwen25_05b_less_its_vocabulary(tokenizer: Any) -> None:
+    """``--shape qwen2.5-0.5b`` (GPU benches with no hub): Qwen2.5-0.5B-Instruct's published
+    dimensions; 358,973,312 parameters with our 1,200-token vocabulary (as built on the H200)."""
+    import torch
+    from transformers import Qwen2ForCausalLM
+
+    from patchgym_trainer.testing.tiny_model import SHAPES, qwen2_config
+
+    dims = SHAPES["qwen2.5-0.5b"]
+    assert (dims["hidden"], dims["layers"], dims["heads"], dims["kv_heads"]) == (896, 24, 14, 2)
+    assert dims["intermediate"] == 4864
+    with torch.device("meta"):
+        model = Qwen2ForCausalLM(qwen2_config(tokenizer, dims))
+    assert sum(p.numel() for p in model.parameters()) == 358_973_312

@@ -7,6 +7,7 @@ randomly initialised Qwen2 (a few million parameters) and saves both to a folder
 or ``gpu`` extra (``transformers``, ``torch``).
 
     python -m patchgym_trainer.testing.tiny_model /tmp/tiny-qwen
+    python -m patchgym_trainer.testing.tiny_model /tmp/q05 --shape qwen2.5-0.5b   # GPU benches
 """
 
 from __future__ import annotations
@@ -59,30 +60,67 @@ def train_tokenizer(corpus: Iterable[str] | None = None, vocab_size: int = 1200)
     return fast
 
 
-def build_tiny_model(
-    out_dir: str | Path, *, seed: int = 0, hidden: int = 64, layers: int = 2
-) -> Path:
-    """Save a random Qwen2 + the BPE tokenizer to ``out_dir``; returns the folder."""
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+SHAPES: dict[str, dict[str, int]] = {
+    "tiny": {"hidden": 64, "layers": 2, "heads": 4, "kv_heads": 2, "intermediate": 128},
+    "qwen2.5-0.5b": {
+        "hidden": 896, "layers": 24, "heads": 14, "kv_heads": 2, "intermediate": 4864,
+    },
+}  # fmt: skip
+"""Model shapes by name. ``qwen2.5-0.5b`` is Qwen2.5-0.5B-Instruct's (a 1,200-token
+vocabulary instead of 151,936: 359 M parameters): random weights of a real model's size,
+to measure a GPU node's generation and training speed with no hub."""
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tok = train_tokenizer()
-    torch.manual_seed(seed)
-    config = Qwen2Config(
+
+def qwen2_config(tok: Any, dims: dict[str, int]) -> Any:
+    """A ``Qwen2Config`` of ``dims`` (a :data:`SHAPES` entry) for the tokenizer ``tok``."""
+    from transformers import Qwen2Config
+
+    return Qwen2Config(
         vocab_size=len(tok),
-        hidden_size=hidden,
-        intermediate_size=hidden * 2,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        hidden_size=dims["hidden"],
+        intermediate_size=dims["intermediate"],
+        num_hidden_layers=dims["layers"],
+        num_attention_heads=dims["heads"],
+        num_key_value_heads=dims["kv_heads"],
         max_position_embeddings=65536,
         bos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
         eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
         pad_token_id=tok.pad_token_id,
         tie_word_embeddings=True,
     )
+
+
+def build_tiny_model(
+    out_dir: str | Path,
+    *,
+    seed: int = 0,
+    hidden: int = 64,
+    layers: int = 2,
+    shape: str | None = None,
+) -> Path:
+    """Save a random Qwen2 + the BPE tokenizer to ``out_dir``; returns the folder.
+
+    ``shape`` (a :data:`SHAPES` name) sets every dimension; otherwise ``hidden`` and
+    ``layers`` do (4 heads, 2 KV heads, an MLP twice as wide)."""
+    import torch
+    from transformers import Qwen2ForCausalLM
+
+    dims = (
+        SHAPES[shape]
+        if shape is not None
+        else {
+            "hidden": hidden,
+            "layers": layers,
+            "heads": 4,
+            "kv_heads": 2,
+            "intermediate": hidden * 2,
+        }
+    )
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tok = train_tokenizer()
+    torch.manual_seed(seed)
+    config = qwen2_config(tok, dims)
     model = Qwen2ForCausalLM(config)  # type: ignore[no-untyped-call]  # transformers leaves this constructor unannotated
     model.generation_config.eos_token_id = config.eos_token_id
     model.generation_config.pad_token_id = config.pad_token_id
@@ -91,6 +129,16 @@ def build_tiny_model(
     return out
 
 
+def main(argv: list[str]) -> None:
+    """``python -m patchgym_trainer.testing.tiny_model [DIR] [--shape NAME]``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m patchgym_trainer.testing.tiny_model")
+    ap.add_argument("out", nargs="?", default="tiny-qwen")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
+    args = ap.parse_args(argv)
+    print(build_tiny_model(args.out, shape=args.shape))
+
+
 if __name__ == "__main__":
-    target = sys.argv[1] if len(sys.argv) > 1 else "tiny-qwen"
-    print(build_tiny_model(target))
+    main(sys.argv[1:])
