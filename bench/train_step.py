@@ -4,6 +4,7 @@
         python bench/train_step.py                       # CPU: the tiny model, built here
     python bench/train_step.py --model /models/Qwen2.5-0.5B-Instruct --max-new-tokens 256
     python bench/train_step.py --shape qwen2.5-0.5b --static-cache   # a GPU node, no hub
+    python bench/train_step.py --shape qwen2.5-0.5b --static-cache --static-runs 2 --no-sequential
 
 The rows run the same episodes (``--tasks`` bundled tasks x ``--samples``, local
 sandboxes, the model acting) through :class:`~patchgym_trainer.engines.trl.rollout.EpisodeRollout`:
@@ -122,7 +123,7 @@ def row(name: str, model: Any, tok: Any, args: argparse.Namespace) -> list[str]:
         batched=name != "sequential",
         static_cache_len=(
             PROMPT_TOKENS + args.max_new_tokens * (args.turns * 4 + 1)
-            if name == "batched, static cache"
+            if name.startswith("batched, static cache")
             else None
         ),
     )
@@ -185,6 +186,18 @@ def main() -> None:
         help="a third row: batched into one static KV cache (train.static_cache=true; on a GPU, "
         "transformers compiles the decode step: the first turn pays the compile)",
     )
+    p.add_argument(
+        "--static-runs",
+        type=int,
+        default=1,
+        help="with --static-cache, run the static row this many times: the first pays the "
+        "compile, the next ones show the compiled decode step alone",
+    )
+    p.add_argument(
+        "--no-sequential",
+        action="store_true",
+        help="skip the sequential row (the slowest: a GPU node's time is often short)",
+    )
     args = p.parse_args()
     console = Console(width=160)
     model, tok, where = load(args.model, args.shape)
@@ -192,16 +205,26 @@ def main() -> None:
     for col in ("mode", "episodes", "rollout s", "generate s", "env s", "update s",
                 "new tokens", "tokens/s", "GPU busy"):  # fmt: skip
         table.add_column(col, justify="right")
-    names = ["sequential", "batched"] + (["batched, static cache"] if args.static_cache else [])
+    names = [] if args.no_sequential else ["sequential"]
+    names += ["batched"]
+    if args.static_cache:
+        names += ["batched, static cache"]
+        names += [f"batched, static cache, run {i + 2}" for i in range(args.static_runs - 1)]
     rows = [row(name, model, tok, args) for name in names]
     for r in rows:
         table.add_row(*r)
     console.print(table)
-    seq, bat, *static = (float(r[7]) if r[7] != "-" else 0.0 for r in rows)
+    rate = {r[0]: float(r[7]) if r[7] != "-" else 0.0 for r in rows}
+    seq, bat, static = (
+        rate.get(n, 0.0) for n in ("sequential", "batched", "batched, static cache")
+    )
     if seq and bat:
         console.print(f"batched / sequential tokens/s: {bat / seq:.1f}x")
-    if static and static[0] and bat:
-        console.print(f"static cache / batched tokens/s: {static[0] / bat:.1f}x")
+    if static and bat:
+        console.print(f"static cache / batched tokens/s: {static / bat:.1f}x")
+    for name, r in rate.items():
+        if name.startswith("batched, static cache, run") and r and bat:
+            console.print(f"{name} (compiled) / batched tokens/s: {r / bat:.1f}x")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ TINY: dict[str, list[str]] = {
     ],
     "train_step.py": [
         "--tasks", "1", "--samples", "2", "--turns", "1", "--max-new-tokens", "8", "--static-cache",
+        "--static-runs", "2",
     ],
 }  # fmt: skip
 """Each bench's arguments for the smallest run that still goes through all of its code."""

@@ -17,6 +17,7 @@
 
     python apps/trainer/scripts/train_cpu.py [--out DIR]
     python apps/trainer/scripts/train_cpu.py --preset gpu_smoke --expect-device cuda   # a GPU node
+    python apps/trainer/scripts/train_cpu.py --preset gpu_smoke train.static_cache=true  # + overrides
 
 On a GPU node the same checks run on ``preset=gpu_smoke`` (six tasks x four samples,
 episodes concurrent, generation batched, bf16 where supported); ``--expect-device`` also
@@ -49,6 +50,11 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--preset", default="cpu_smoke", help="cpu_smoke (CI) or gpu_smoke")
     ap.add_argument("--expect-device", default=None, help="cpu or cuda: where it must train")
+    ap.add_argument(
+        "overrides",
+        nargs="*",
+        help="more Hydra overrides for `patchgym train` (train.static_cache=true)",
+    )
     args = ap.parse_args()
     out = (args.out or Path(tempfile.mkdtemp(prefix="patchgym-train-cpu-"))).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -64,6 +70,7 @@ def main() -> int:
     cmd = [
         sys.executable, "-m", "patchgym_trainer", "train", f"preset={args.preset}",
         f"model.path={model_dir}", f"run.output_dir={runs}", f"+sandbox.state_dir={state_dir}",
+        *args.overrides,
     ]  # fmt: skip
     t1 = time.monotonic()
     env = {"TRL_EXPERIMENTAL_SILENCE": "1"}
