@@ -33,7 +33,12 @@ from rich.console import Console
 from rich.table import Table
 
 from patchgym_envs import EnvConfig, bundled_tasks
-from patchgym_trainer.engines.trl.rollout import EpisodeRollout, RolloutSettings, prompt_messages
+from patchgym_trainer.engines.trl.rollout import (
+    EpisodeRollout,
+    RolloutSettings,
+    prompt_messages,
+    static_cache_len,
+)
 
 PROMPT_TOKENS = 4096
 """Room for the scaffold's prompt in the static cache's length (``--static-cache``)."""
@@ -122,7 +127,9 @@ def row(name: str, model: Any, tok: Any, args: argparse.Namespace) -> list[str]:
         num_generations=args.samples,
         batched=name != "sequential",
         static_cache_len=(
-            PROMPT_TOKENS + args.max_new_tokens * (args.turns * 4 + 1)
+            static_cache_len(
+                PROMPT_TOKENS, args.max_new_tokens * args.turns * 4, args.max_new_tokens
+            )
             if name.startswith("batched, static cache")
             else None
         ),

@@ -60,8 +60,19 @@ def train_tokenizer(corpus: Iterable[str] | None = None, vocab_size: int = 1200)
     return fast
 
 
+def small_dims(hidden: int, layers: int) -> dict[str, int]:
+    """A small model's dimensions: 4 heads, 2 KV heads, an MLP twice as wide."""
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": 4,
+        "kv_heads": 2,
+        "intermediate": 2 * hidden,
+    }
+
+
 SHAPES: dict[str, dict[str, int]] = {
-    "tiny": {"hidden": 64, "layers": 2, "heads": 4, "kv_heads": 2, "intermediate": 128},
+    "tiny": small_dims(64, 2),
     "qwen2.5-0.5b": {
         "hidden": 896, "layers": 24, "heads": 14, "kv_heads": 2, "intermediate": 4864,
     },
@@ -101,21 +112,11 @@ def build_tiny_model(
     """Save a random Qwen2 + the BPE tokenizer to ``out_dir``; returns the folder.
 
     ``shape`` (a :data:`SHAPES` name) sets every dimension; otherwise ``hidden`` and
-    ``layers`` do (4 heads, 2 KV heads, an MLP twice as wide)."""
+    ``layers`` do (:func:`small_dims`)."""
     import torch
     from transformers import Qwen2ForCausalLM
 
-    dims = (
-        SHAPES[shape]
-        if shape is not None
-        else {
-            "hidden": hidden,
-            "layers": layers,
-            "heads": 4,
-            "kv_heads": 2,
-            "intermediate": hidden * 2,
-        }
-    )
+    dims = SHAPES[shape] if shape is not None else small_dims(hidden, layers)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tok = train_tokenizer()

@@ -23,7 +23,12 @@ from rich.console import Console
 from patchgym_sandbox import BackendConfig, create_backend
 from patchgym_sandbox import labels as L
 from patchgym_trainer.datasets import load_dataset
-from patchgym_trainer.engines.trl.rollout import EpisodeRollout, RolloutSettings, prompt_messages
+from patchgym_trainer.engines.trl.rollout import (
+    EpisodeRollout,
+    RolloutSettings,
+    prompt_messages,
+    static_cache_len,
+)
 from patchgym_trainer.schema import AppConfig
 
 
@@ -103,7 +108,7 @@ def rollout_settings(cfg: AppConfig) -> RolloutSettings:
         force_gold=t.force_gold_samples,
         num_generations=t.rollout_n,
         static_cache_len=(
-            t.max_prompt_length + t.max_response_length + t.max_new_tokens_per_turn
+            static_cache_len(t.max_prompt_length, t.max_response_length, t.max_new_tokens_per_turn)
             if t.static_cache
             else None
         ),
