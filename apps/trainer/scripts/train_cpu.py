@@ -18,6 +18,8 @@
     python apps/trainer/scripts/train_cpu.py [--out DIR]
     python apps/trainer/scripts/train_cpu.py --preset gpu_smoke --expect-device cuda   # a GPU node
     python apps/trainer/scripts/train_cpu.py --preset gpu_smoke train.static_cache=true  # + overrides
+    python apps/trainer/scripts/train_cpu.py --preset gpu_qwen05b --shape qwen2.5-0.5b \
+        --expect-device cuda train.force_gold_samples=1   # the real preset, a random model
 
 On a GPU node the same checks run on ``preset=gpu_smoke`` (six tasks x four samples,
 episodes concurrent, generation batched, bf16 where supported); ``--expect-device`` also
@@ -51,6 +53,11 @@ def main() -> int:
     ap.add_argument("--preset", default="cpu_smoke", help="cpu_smoke (CI) or gpu_smoke")
     ap.add_argument("--expect-device", default=None, help="cpu or cuda: where it must train")
     ap.add_argument(
+        "--shape",
+        default="tiny",
+        help="the random model's shape (tiny_model.SHAPES: tiny, qwen2.5-0.5b)",
+    )
+    ap.add_argument(
         "overrides",
         nargs="*",
         help="more Hydra overrides for `patchgym train` (train.static_cache=true)",
@@ -62,7 +69,7 @@ def main() -> int:
 
     from patchgym_trainer.testing.tiny_model import build_tiny_model
 
-    model_dir = build_tiny_model(out / "tiny-qwen")
+    model_dir = build_tiny_model(out / "tiny-qwen", shape=args.shape)
     print(f"[{time.monotonic() - t0:6.1f}s] tiny model built at {model_dir}", flush=True)
 
     state_dir = out / "sandboxes"
