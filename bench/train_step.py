@@ -33,11 +33,11 @@ from rich.console import Console
 from rich.table import Table
 
 from patchgym_envs import EnvConfig, bundled_tasks
+from patchgym_trainer.engines.trl.generate import static_cache_len
 from patchgym_trainer.engines.trl.rollout import (
     EpisodeRollout,
     RolloutSettings,
     prompt_messages,
-    static_cache_len,
 )
 
 PROMPT_TOKENS = 4096

@@ -6,7 +6,8 @@ in :mod:`.rules` (table-tested); checks that probe the machine in :mod:`.probes`
 
 from __future__ import annotations
 
-from patchgym_trainer.preflight import engines, probes, rules
+from patchgym_trainer.engines.trl.generate import static_cache_len
+from patchgym_trainer.preflight import engines, gpu_memory, probes, rules
 from patchgym_trainer.preflight.render import render
 from patchgym_trainer.preflight.rules import Check
 from patchgym_trainer.schema import AppConfig
@@ -60,4 +61,15 @@ async def run_preflight(cfg: AppConfig, *, check_images: bool = True) -> list[Ch
     installed = probes.installed_versions()
     checks.append(engines.versions(installed, train.engine, need_vllm=need_vllm, cuda=gpus > 0))
     checks.append(engines.gpu_row(train.engine, gpus, train.gpus_per_node))
+    cache = gpu_memory.static_cache_check(
+        train,
+        static_cache_len(
+            train.max_prompt_length, train.max_response_length, train.max_new_tokens_per_turn
+        ),
+        probes.model_folder(cfg.model),
+        probes.gpu_memory_bytes() if gpus else None,
+        reference=cfg.algorithm.use_kl_loss and cfg.algorithm.kl_coef > 0,
+    )
+    if cache is not None:
+        checks.append(cache)
     return checks

@@ -158,10 +158,25 @@ def hf_cache_dirs() -> list[Path]:
     return roots
 
 
-def model(model_cfg: ModelConfig) -> Check:
+def model_folder(model_cfg: ModelConfig) -> Path | None:
+    """The model's folder: ``model.path`` itself, or its snapshot in the Hugging Face cache
+    (a hub id); None when neither holds a ``config.json``."""
     path = Path(model_cfg.path).expanduser()
     if path.is_dir():
-        if (path / "config.json").is_file():
+        return path if (path / "config.json").is_file() else None
+    if model_cfg.path.count("/") == 1 and not model_cfg.path.startswith(("/", ".")):
+        folder = "models--" + model_cfg.path.replace("/", "--")
+        for root in hf_cache_dirs():
+            for config in sorted((root / folder / "snapshots").glob("*/config.json")):
+                return config.parent
+    return None
+
+
+def model(model_cfg: ModelConfig) -> Check:
+    path = Path(model_cfg.path).expanduser()
+    found = model_folder(model_cfg)
+    if path.is_dir():
+        if found is not None:
             return Check(name="model", status="pass", detail=f"{path} (config.json readable)")
         return Check(
             name="model",
@@ -170,12 +185,10 @@ def model(model_cfg: ModelConfig) -> Check:
             fix="point model.path at a Hugging Face model folder",
         )
     if model_cfg.path.count("/") == 1 and not model_cfg.path.startswith(("/", ".")):
-        folder = "models--" + model_cfg.path.replace("/", "--")
-        for root in hf_cache_dirs():
-            if any((root / folder / "snapshots").glob("*/config.json")):
-                return Check(
-                    name="model", status="pass", detail=f"{model_cfg.path} in {root / folder}"
-                )
+        if found is not None:
+            return Check(
+                name="model", status="pass", detail=f"{model_cfg.path} in {found.parent.parent}"
+            )
         return Check(
             name="model",
             status="fail",
@@ -217,3 +230,23 @@ def gpu_count() -> int:
     except (OSError, subprocess.SubprocessError):
         return 0
     return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def gpu_memory_bytes() -> int | None:
+    """The first CUDA GPU's memory (torch if installed, else ``nvidia-smi``); None without one."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return int(torch.cuda.get_device_properties(0).total_memory)
+    except ImportError:
+        pass
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    query = [smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
+    try:
+        out = subprocess.run(query, capture_output=True, text=True, timeout=20).stdout
+        return int(out.split()[0]) << 20  # MiB
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None

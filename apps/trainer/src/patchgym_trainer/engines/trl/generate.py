@@ -36,6 +36,12 @@ MAX_BATCH = 256
 """Most sequences one batched call decodes."""
 
 
+def static_cache_len(max_prompt: int, max_completion: int, per_turn: int) -> int:
+    """The static cache's tokens per episode: the longest prompt, the whole completion and
+    one more turn (a turn is generated onto a context that may hold all the rest)."""
+    return max_prompt + max_completion + per_turn
+
+
 class BatchedGenerator:
     """Gathers the live episodes' requests into one batch per turn (see the module doc)."""
 

@@ -23,11 +23,11 @@ from rich.console import Console
 from patchgym_sandbox import BackendConfig, create_backend
 from patchgym_sandbox import labels as L
 from patchgym_trainer.datasets import load_dataset
+from patchgym_trainer.engines.trl.generate import static_cache_len
 from patchgym_trainer.engines.trl.rollout import (
     EpisodeRollout,
     RolloutSettings,
     prompt_messages,
-    static_cache_len,
 )
 from patchgym_trainer.schema import AppConfig
 

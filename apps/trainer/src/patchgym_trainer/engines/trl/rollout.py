@@ -74,12 +74,6 @@ class RolloutSettings(BaseModel):
     (``hf_batch_fn(static=...)``); None: the default dynamic cache."""
 
 
-def static_cache_len(max_prompt: int, max_completion: int, per_turn: int) -> int:
-    """The static cache's tokens per episode: the longest prompt, the whole completion and
-    one more turn (a turn is generated onto a context that may hold all the rest)."""
-    return max_prompt + max_completion + per_turn
-
-
 class Episode(BaseModel):
     """One sample as TRL needs it, plus what the env said about it."""
 
