@@ -126,5 +126,12 @@ def test_model_folder_finds_a_hub_id_in_the_cache(tmp_path: Path, monkeypatch: A
     (snap / "config.json").write_text("{}")
     assert probes.model_folder(hub) == snap
     assert probes.model(hub).status == "pass"
+    newer = snap.parent / "def"
+    newer.mkdir()
+    (newer / "config.json").write_text("{}")
+    assert probes.model_folder(hub) == snap  # no refs/main: the first snapshot
+    (snap.parents[1] / "refs").mkdir()
+    (snap.parents[1] / "refs" / "main").write_text("def\n")
+    assert probes.model_folder(hub) == newer  # what transformers would load
     assert probes.model_folder(ModelConfig(name="x", path=str(tmp_path / "none"))) is None
     assert probes.model_folder(ModelConfig(name="x", path=str(snap))) == snap

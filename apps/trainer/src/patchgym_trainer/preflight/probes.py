@@ -160,14 +160,22 @@ def hf_cache_dirs() -> list[Path]:
 
 def model_folder(model_cfg: ModelConfig) -> Path | None:
     """The model's folder: ``model.path`` itself, or its snapshot in the Hugging Face cache
-    (a hub id); None when neither holds a ``config.json``."""
+    (a hub id: the one ``refs/main`` names, else the first there); None when neither holds
+    a ``config.json``."""
     path = Path(model_cfg.path).expanduser()
     if path.is_dir():
         return path if (path / "config.json").is_file() else None
     if model_cfg.path.count("/") == 1 and not model_cfg.path.startswith(("/", ".")):
         folder = "models--" + model_cfg.path.replace("/", "--")
         for root in hf_cache_dirs():
-            for config in sorted((root / folder / "snapshots").glob("*/config.json")):
+            snapshots = root / folder / "snapshots"
+            try:  # the snapshot the hub's main branch resolves to, as transformers loads it
+                main = snapshots / (root / folder / "refs" / "main").read_text().strip()
+            except OSError:
+                main = None
+            if main is not None and (main / "config.json").is_file():
+                return main
+            for config in sorted(snapshots.glob("*/config.json")):
                 return config.parent
     return None
 
