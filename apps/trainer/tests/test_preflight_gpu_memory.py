@@ -4,13 +4,14 @@ training state from the weights' files, and the verdict against the GPU's memory
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from patchgym_trainer.compose import compose
-from patchgym_trainer.engines.trl.generate import MAX_BATCH, static_cache_len
+from patchgym_trainer.engines.trl.generate import MAX_BATCH
 from patchgym_trainer.preflight import gpu_memory
 from patchgym_trainer.preflight.gpu_memory import GIB, ModelDims, cache_bytes, model_dims
 from patchgym_trainer.schema import TrainSettings
@@ -57,11 +58,8 @@ def qwen25_05b(folder: Path) -> Path:
 
 
 def check(train: TrainSettings, folder: Path | None, gpu_gib: float | None) -> Any:
-    length = static_cache_len(
-        train.max_prompt_length, train.max_response_length, train.max_new_tokens_per_turn
-    )
     gpu = None if gpu_gib is None else int(gpu_gib * GIB)
-    return gpu_memory.static_cache_check(train, length, folder, gpu, reference=False)
+    return gpu_memory.static_cache_check(train, folder, gpu, reference=False)
 
 
 def test_gpu_qwen05b_fits_the_24_gb_its_preset_names(tmp_path: Path) -> None:
@@ -135,3 +133,25 @@ def test_model_folder_finds_a_hub_id_in_the_cache(tmp_path: Path, monkeypatch: A
     assert probes.model_folder(hub) == newer  # what transformers would load
     assert probes.model_folder(ModelConfig(name="x", path=str(tmp_path / "none"))) is None
     assert probes.model_folder(ModelConfig(name="x", path=str(snap))) == snap
+
+
+@pytest.mark.parametrize(
+    ("printed", "want"),
+    [("81559\n81559\n", (2, 81559 << 20)), ("[N/A]\n", (1, None)), ("", (0, None))],
+)
+def test_gpus_from_nvidia_smi_where_torch_sees_no_cuda(
+    tmp_path: Path, monkeypatch: Any, printed: str, want: tuple[int, int | None]
+) -> None:
+    """No CUDA for torch here: the count and the first GPU's memory come from one
+    ``nvidia-smi`` query, a line per GPU (the tool stood in by a script printing its format)."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("torch sees a GPU: the nvidia-smi fallback is not taken")
+    from patchgym_trainer.preflight import probes
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\nprintf '{printed}'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert probes.gpus() == want

@@ -6,7 +6,6 @@ in :mod:`.rules` (table-tested); checks that probe the machine in :mod:`.probes`
 
 from __future__ import annotations
 
-from patchgym_trainer.engines.trl.generate import static_cache_len
 from patchgym_trainer.preflight import engines, gpu_memory, probes, rules
 from patchgym_trainer.preflight.render import render
 from patchgym_trainer.preflight.rules import Check
@@ -57,17 +56,14 @@ async def run_preflight(cfg: AppConfig, *, check_images: bool = True) -> list[Ch
         checks.append(await probes.images(backend_cfg, tasks))
     checks.append(probes.model(cfg.model))
     need_vllm = train.engine != "trl" and train.rollout_engine == "vllm"
-    gpus = probes.gpu_count()
+    gpus, gpu_bytes = probes.gpus()
     installed = probes.installed_versions()
     checks.append(engines.versions(installed, train.engine, need_vllm=need_vllm, cuda=gpus > 0))
     checks.append(engines.gpu_row(train.engine, gpus, train.gpus_per_node))
     cache = gpu_memory.static_cache_check(
         train,
-        static_cache_len(
-            train.max_prompt_length, train.max_response_length, train.max_new_tokens_per_turn
-        ),
         probes.model_folder(cfg.model),
-        probes.gpu_memory_bytes() if gpus else None,
+        gpu_bytes,
         reference=cfg.algorithm.use_kl_loss and cfg.algorithm.kl_coef > 0,
     )
     if cache is not None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from patchgym_trainer.engines.trl.generate import MAX_BATCH
+from patchgym_trainer.engines.trl.generate import MAX_BATCH, static_cache_len
 from patchgym_trainer.preflight.rules import Check
 from patchgym_trainer.schema import TrainSettings
 
@@ -83,7 +83,6 @@ def cache_bytes(dims: ModelDims, rows: int, length: int, value_bytes: int = 2) -
 
 def static_cache_check(
     train: TrainSettings,
-    length: int,
     folder: Path | None,
     gpu_bytes: int | None,
     *,
@@ -113,6 +112,9 @@ def static_cache_check(
     except (OSError, ValueError) as exc:
         return Check(name=name, status="warn", detail=f"cannot size it: {exc}")
     rows = cache_rows(train)
+    length = static_cache_len(
+        train.max_prompt_length, train.max_response_length, train.max_new_tokens_per_turn
+    )
     cache = cache_bytes(dims, rows, length)
     state = dims.params * (TRAIN_BYTES_PER_PARAM + (REFERENCE_BYTES_PER_PARAM if reference else 0))
     need = cache + state

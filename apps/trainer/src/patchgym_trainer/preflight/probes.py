@@ -158,6 +158,11 @@ def hf_cache_dirs() -> list[Path]:
     return roots
 
 
+def is_hub_id(path: str) -> bool:
+    """``owner/name``: a Hugging Face hub id, not a path."""
+    return path.count("/") == 1 and not path.startswith(("/", "."))
+
+
 def model_folder(model_cfg: ModelConfig) -> Path | None:
     """The model's folder: ``model.path`` itself, or its snapshot in the Hugging Face cache
     (a hub id: the one ``refs/main`` names, else the first there); None when neither holds
@@ -165,7 +170,7 @@ def model_folder(model_cfg: ModelConfig) -> Path | None:
     path = Path(model_cfg.path).expanduser()
     if path.is_dir():
         return path if (path / "config.json").is_file() else None
-    if model_cfg.path.count("/") == 1 and not model_cfg.path.startswith(("/", ".")):
+    if is_hub_id(model_cfg.path):
         folder = "models--" + model_cfg.path.replace("/", "--")
         for root in hf_cache_dirs():
             snapshots = root / folder / "snapshots"
@@ -192,7 +197,7 @@ def model(model_cfg: ModelConfig) -> Check:
             detail=f"{path} has no config.json",
             fix="point model.path at a Hugging Face model folder",
         )
-    if model_cfg.path.count("/") == 1 and not model_cfg.path.startswith(("/", ".")):
+    if is_hub_id(model_cfg.path):
         if found is not None:
             return Check(
                 name="model", status="pass", detail=f"{model_cfg.path} in {found.parent.parent}"
@@ -221,40 +226,25 @@ def installed_versions() -> dict[str, str | None]:
     return found
 
 
-def gpu_count() -> int:
-    """CUDA GPUs visible here (torch if installed, else ``nvidia-smi -L``)."""
+def gpus() -> tuple[int, int | None]:
+    """CUDA GPUs visible here and the first one's memory in bytes (None without one or when
+    it does not say): torch if installed, else ``nvidia-smi``, one line per GPU."""
     try:
         import torch
 
         if torch.cuda.is_available():
-            return int(torch.cuda.device_count())
+            first = torch.cuda.get_device_properties(0).total_memory
+            return int(torch.cuda.device_count()), int(first)
     except ImportError:
         pass
     smi = shutil.which("nvidia-smi")
     if smi is None:
-        return 0
-    try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
-
-
-def gpu_memory_bytes() -> int | None:
-    """The first CUDA GPU's memory (torch if installed, else ``nvidia-smi``); None without one."""
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            return int(torch.cuda.get_device_properties(0).total_memory)
-    except ImportError:
-        pass
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return None
+        return 0, None
     query = [smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
     try:
         out = subprocess.run(query, capture_output=True, text=True, timeout=20).stdout
-        return int(out.split()[0]) << 20  # MiB
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None
+    except (OSError, subprocess.SubprocessError):
+        return 0, None
+    lines = [line.strip() for line in out.splitlines() if line.strip()]
+    first_mib = lines[0] if lines else ""
+    return len(lines), (int(first_mib) << 20 if first_mib.isdigit() else None)
