@@ -4,6 +4,7 @@
     uv run python bench/rollout.py --concurrency 8 --episodes 24
     uv run python bench/rollout.py --concurrency 8 64 --rounds 2   # a busy, shared host
     uv run python bench/rollout.py --grading same   # grade in the episode's own sandbox
+    uv run python bench/rollout.py --concurrency 8 --by-program   # CPU by program (perf, root)
 
 For each concurrency c, in the same run (``--rounds`` times each, alternated floor, ours,
 ours, floor, ...; totals over the rounds):
@@ -31,7 +32,9 @@ number of cores (``driver-bound ep/min``; the system time, mounts and cgroups in
 threads, runs in parallel). Run it with bytecode compiled
 (``uv sync --locked --compile-bytecode``): without it both sides compile pytest on every
 test run and the harness's own cost is hidden (it warns). Targets: ≥ 90% of the floor at
-c = 8 and c = 64, loop lag p99 < 50 ms at c = 64. Not a test: nothing here fails.
+c = 8 and c = 64, loop lag p99 < 50 ms at c = 64. With ``--by-program`` (``perf``, root),
+each side's CPU per episode by program too (:mod:`_program_cpu`): what the harness costs
+beyond the floor, program by program. Not a test: nothing here fails.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from _program_cpu import LEGEND, ProgramCpu, unavailable
 from rich.console import Console
 from rich.table import Table
 
@@ -230,29 +234,42 @@ async def floor(tasks: list[Task], c: int, episodes: int, work: Path) -> tuple[f
 
 
 async def round_for(
-    c: int, episodes: int, tasks: list[Task], work: Path, phases: Table, rounds: int, grading: str
+    c: int,
+    episodes: int,
+    tasks: list[Task],
+    work: Path,
+    phases: Table,
+    rounds: int,
+    grading: str,
+    programs: ProgramCpu | None = None,
 ) -> list[str]:
     """``rounds`` runs of each side at concurrency ``c``, in the order floor, ours, ours,
-    floor, ... (a load that drifts during the rounds weighs on both sides alike)."""
+    floor, ... (a load that drifts during the rounds weighs on both sides alike);
+    ``programs``: each side's CPU by program is sampled too (``--by-program``)."""
     f_wall = o_wall = f_cpu = o_cpu = o_user = o_sys = 0.0
     f_n = o_n = 0
     lags: list[float] = []
     run_dirs: list[Path] = []
     for k in range(rounds):
         for side in ("floor", "ours") if k % 2 == 0 else ("ours", "floor"):
+            sampled = programs.sample(side) if programs else contextlib.nullcontext()
             busy = machine_cpu_s()
             if side == "floor":
-                wall, n = await floor(tasks, c, episodes, work)
+                with sampled:
+                    wall, n = await floor(tasks, c, episodes, work)
                 f_wall, f_n, f_cpu = f_wall + wall, f_n + n, f_cpu + machine_cpu_s() - busy
             else:
                 run_dirs.append(work / f"run-c{c}-{k}")
                 before = resource.getrusage(resource.RUSAGE_SELF)
-                wall, n, lag = await ours(tasks, c, episodes, work, run_dirs[-1], grading)
+                with sampled:
+                    wall, n, lag = await ours(tasks, c, episodes, work, run_dirs[-1], grading)
                 after = resource.getrusage(resource.RUSAGE_SELF)
                 o_wall, o_n, o_cpu = o_wall + wall, o_n + n, o_cpu + machine_cpu_s() - busy
                 o_user += after.ru_utime - before.ru_utime
                 o_sys += after.ru_stime - before.ru_stime
                 lags += lag.lags
+            if programs:
+                programs.episodes[side] += n
     means = phase_means(run_dirs)
     for name in means:
         if name not in [col.header for col in phases.columns]:
@@ -313,15 +330,28 @@ async def main_async(args: argparse.Namespace) -> None:
             "then compile pytest on every test run (PYTHONDONTWRITEBYTECODE=1), which hides "
             "the harness's own cost: run `uv sync --locked --compile-bytecode` first[/]"
         )
+    why_not = unavailable() if args.by_program else None
+    if why_not:
+        console.print(f"[yellow]--by-program: {why_not}; sampling nothing[/]")
+    by_program: list[Table] = []
     with tempfile.TemporaryDirectory(prefix="pg-bench-rollout-") as tmp:
         for c in args.concurrency:
             episodes = args.episodes or max(len(tasks), c)
             console.print(f"concurrency {c}: {episodes} episodes…")
+            programs = ProgramCpu() if args.by_program and not why_not else None
             table.add_row(
-                *await round_for(c, episodes, tasks, Path(tmp), phases, args.rounds, args.grading)
+                *await round_for(
+                    c, episodes, tasks, Path(tmp), phases, args.rounds, args.grading, programs
+                )
             )
+            if programs:
+                by_program.append(programs.table(f"CPU by program, concurrency {c} (perf)"))
     console.print(table)
     console.print(phases)
+    for t in by_program:
+        console.print(t)
+    if by_program:
+        console.print("programs: " + "; ".join(f"{k}: {v}" for k, v in LEGEND.items()))
     console.print("targets: ours/floor ≥ 90% at c=8 and c=64; loop lag p99 < 50 ms at c=64")
 
 
@@ -345,6 +375,12 @@ def main() -> None:
         help="where ours grades: fresh (the default: a second sandbox with only the agent's "
         "diff) or same (the episode's sandbox, one per episode: it trusts what the policy "
         "left there, see packages/envs-swe/README.md)",
+    )
+    parser.add_argument(
+        "--by-program",
+        action="store_true",
+        help="also sample each side's CPU by program with perf (root): ms per episode of "
+        "the driver, the exec servers, git, bash, bwrap, the test runs, ...",
     )
     asyncio.run(main_async(parser.parse_args()))
 
