@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from patchgym_envs import SWEEnv, bundled_task, bundled_tasks, write_verl_parquet
+from patchgym_envs import EnvConfig, SWEEnv, bundled_task, bundled_tasks, write_verl_parquet
 from patchgym_envs.readers import read_parquet
+from patchgym_envs.sandboxes import clean_patch
 from patchgym_sandbox import create_backend
 
 
@@ -277,3 +278,18 @@ async def test_sandbox_removed_from_outside_is_an_infra_error(backend, name: str
     assert info["infra_error"].startswith("SandboxLost: ")
     await env.aclose()
     assert await backend.list_sandboxes() == []
+
+
+@pytest.mark.parametrize("closing", [False, True])
+async def test_clean_patch_unstages_new_files_unless_the_sandbox_closes_next(
+    backend, closing: bool
+) -> None:
+    task = bundled_task("intervals")
+    spec = await EnvConfig().aspec(task, backend)
+    async with backend.sandbox(spec) as sb:
+        await sb.exec("echo 'X = 1' > brand_new.py && echo '# edited' >> README.md")
+        tampered, patch = await clean_patch(sb, task.base_commit, timeout=60, closing=closing)
+        assert not tampered
+        assert "b/brand_new.py" in patch and "b/README.md" in patch
+        staged = (await sb.exec("git diff --cached --name-only")).stdout.split()
+        assert ("brand_new.py" in staged) == closing  # a sandbox graded in place sees it untracked

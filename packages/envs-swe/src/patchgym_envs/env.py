@@ -433,10 +433,14 @@ class SWEEnv:
         lifecycle: dict[str, float] = {}
         closed_before = self.phases.totals.get("close", 0.0)
         with self.phases.phase("grading"):
+            fresh = self.config.grading.sandbox == "fresh"
             git_tampered, self._patch = await clean_patch(  # a liveness probe first
-                self._sandbox, self.task.base_commit, timeout=self.config.step_timeout_s
+                self._sandbox,
+                self.task.base_commit,
+                timeout=self.config.step_timeout_s,
+                closing=fresh,
             )
-            if self.config.grading.sandbox == "fresh":
+            if fresh:
                 await self._close_sandbox()
                 verdict = await evaluate_patch(
                     self.task,

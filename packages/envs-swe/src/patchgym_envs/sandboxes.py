@@ -187,14 +187,16 @@ async def apply_patch(sandbox: Sandbox, patch: str) -> tuple[bool, str]:
     return res.ok, res.output
 
 
-def _diff_command(base_commit: str | None) -> str:
+def _diff_command(base_commit: str | None, *, restore_index: bool = True) -> str:
+    """Stage everything, diff the index against the base; ``restore_index``: unstage
+    again (a ``git`` run that only a sandbox used afterwards needs)."""
     base = base_commit or "HEAD"
-    return (
+    diff = (
         f"{GIT} add -A -- . {' '.join(DIFF_EXCLUDES)} >/dev/null 2>&1; "
         f"{GIT} -c core.fileMode=true diff --no-ext-diff --no-textconv --cached --binary "
-        f"--src-prefix=a/ --dst-prefix=b/ {base}; rc=$?; "
-        f"{GIT} reset -q >/dev/null 2>&1; exit $rc"
+        f"--src-prefix=a/ --dst-prefix=b/ {base}"
     )
+    return f"{diff}; rc=$?; {GIT} reset -q >/dev/null 2>&1; exit $rc" if restore_index else diff
 
 
 async def current_patch(sandbox: Sandbox, base_commit: str | None = None, *, timeout: float) -> str:
@@ -211,7 +213,7 @@ async def current_patch(sandbox: Sandbox, base_commit: str | None = None, *, tim
 
 
 async def clean_patch(
-    sandbox: Sandbox, base_commit: str | None = None, *, timeout: float
+    sandbox: Sandbox, base_commit: str | None = None, *, timeout: float, closing: bool = False
 ) -> tuple[bool, str]:
     """Check the sandbox is alive (as :func:`ensure_alive`), reset the repository's git
     config to its format keys, then take :func:`current_patch`, in one exec:
@@ -220,10 +222,13 @@ async def clean_patch(
     A sandbox that does not answer the liveness line first raises :class:`SandboxLost`
     (never an empty patch graded 0). ``tampered``: the config carried commands (filters,
     hooks, ``diff.external``, fsmonitor ...), a hack flag. The reset runs first, so the
-    agent's config can neither run code nor decide which diff is extracted.
+    agent's config can neither run code nor decide which diff is extracted. ``closing``:
+    the sandbox is closed next (graded elsewhere), so the new files stay staged (one
+    ``git`` run less: nothing reads that index again).
     """
+    diff = _diff_command(base_commit, restore_index=not closing)
     res = await sandbox.exec(
-        f"echo {PROBE}\n( {CLEAN_CONFIG} ) </dev/null\n{_diff_command(base_commit)}",
+        f"echo {PROBE}\n( {CLEAN_CONFIG} ) </dev/null\n{diff}",
         timeout=timeout,
     )
     alive, newline, stdout = res.stdout.partition("\n")
