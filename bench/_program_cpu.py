@@ -54,10 +54,13 @@ class ProgramCpu:
     def __init__(self) -> None:
         self.samples: dict[str, Counter[str]] = {}
         self.episodes: Counter[str] = Counter()
+        self.failed: str | None = None
+        """Why a block went unsampled (perf did not start or answer), if one did."""
 
     @contextlib.contextmanager
     def sample(self, side: str) -> Iterator[None]:
-        """Sample the block as ``side``'s (count its episodes in :attr:`episodes`)."""
+        """Sample the block as ``side``'s (count its episodes in :attr:`episodes`). Where
+        perf does not start or answer, the block runs unsampled (:attr:`failed` says why)."""
         with tempfile.TemporaryDirectory(prefix="pg-perf-") as tmp:
             ctl, ack, data = Path(tmp, "ctl"), Path(tmp, "ack"), Path(tmp, "perf.data")
             os.mkfifo(ctl)
@@ -68,12 +71,19 @@ class ProgramCpu:
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             )  # fmt: skip
             ack_fd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
-            ctl_fd = -1
+            ctl_fd, sampled = -1, False
             try:
-                ctl_fd = _open_writer(ctl, perf)
-                _command(ctl_fd, ack_fd, b"enable")
+                try:
+                    ctl_fd = _open_writer(ctl, perf)
+                    _command(ctl_fd, ack_fd, b"enable")
+                    sampled = True
+                except RuntimeError as exc:  # the measurement goes on without it
+                    self.failed = str(exc)
                 yield
-                _command(ctl_fd, ack_fd, b"disable")
+                if sampled:
+                    _command(ctl_fd, ack_fd, b"disable")
+            except RuntimeError as exc:
+                self.failed, sampled = str(exc), False
             finally:
                 for fd in (ctl_fd, ack_fd):
                     if fd >= 0:
@@ -81,11 +91,14 @@ class ProgramCpu:
                 if perf.poll() is None:
                     perf.send_signal(signal.SIGINT)
                 perf.wait(timeout=120)
-            self.samples.setdefault(side, Counter()).update(_comms(data))
+            if sampled:
+                self.samples.setdefault(side, Counter()).update(_comms(data))
 
     def table(self, title: str) -> Table:
         """ms of CPU per episode by program, each side and the difference, largest first."""
-        table = Table(title=title)
+        table = Table(
+            title=title if self.failed is None else f"{title} (blocks unsampled: {self.failed})"
+        )
         for col in ("program", "floor ms/ep", "ours ms/ep", "ours - floor"):
             table.add_column(col)
         per_ep = {
