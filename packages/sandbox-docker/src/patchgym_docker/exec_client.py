@@ -10,15 +10,12 @@ instead of a ``docker exec`` (a runc start) plus a Python start.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
-import socket
-import struct
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from patchgym_docker.shell import raw_socket
+from patchgym_docker.hijack import Hijacked
 from patchgym_sandbox import remote
 from patchgym_sandbox.remote import FrameDecoder
 from patchgym_sandbox.sandbox import ExecRequest
@@ -37,9 +34,8 @@ class ExecServerConnection(ServerClient):
         self, hijacked: Any, run_blocking: Callable[[Callable[[], None]], Awaitable[None]]
     ) -> None:
         super().__init__()
-        self._hijacked = hijacked
-        self._sock = raw_socket(hijacked)
-        self._sock.settimeout(None)
+        self._io = Hijacked(hijacked)
+        self._sock = self._io.sock
         self._run_blocking = run_blocking
         self._send_lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -55,26 +51,15 @@ class ExecServerConnection(ServerClient):
         return self._stderr[-2000:].decode(errors="replace")
 
     # -- reading -------------------------------------------------------------------
-    def _read_exactly(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self._sock.recv(n - len(buf))
-            if not chunk:
-                raise EOFError
-            buf += chunk
-        return bytes(buf)
-
     def _read_loop(self) -> None:
         try:
-            while True:
-                stream, size = struct.unpack(">BxxxL", self._read_exactly(8))
-                data = self._read_exactly(size)
+            for stream, data in self._io.frames():
                 if stream != 1:
                     self._stderr += data
                     del self._stderr[:-8192]
                     continue
                 self._feed(data)
-        except (EOFError, OSError):
+        except OSError:
             pass
         finally:
             self._end(self.diagnostic())
@@ -119,7 +104,4 @@ class ExecServerConnection(ServerClient):
     def close(self) -> None:
         """Closing stdin makes the server kill what still runs and exit."""
         self.alive = False
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            self._hijacked.close()
+        self._io.close()

@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from patchgym_docker.hijack import Hijacked
 from patchgym_sandbox.session import ShellChannel
-
-
-def raw_socket(hijacked: Any) -> socket.socket:
-    """The OS socket behind what ``exec_start(socket=True)`` returns (SocketIO or socket)."""
-    sock = getattr(hijacked, "_sock", hijacked)
-    if not isinstance(sock, socket.socket):
-        raise TypeError(
-            f"unsupported docker exec transport {type(hijacked).__name__}; use a unix or tcp engine"
-        )
-    return sock
 
 
 class DockerShellChannel(ShellChannel):
@@ -34,9 +24,8 @@ class DockerShellChannel(ShellChannel):
         kill_foreground: Callable[[], Awaitable[None]],
     ) -> None:
         super().__init__()
-        self._hijacked = hijacked
-        self._sock = raw_socket(hijacked)
-        self._sock.settimeout(None)
+        self._io = Hijacked(hijacked)
+        self._sock = self._io.sock
         self._loop = loop
         self._run = run
         self._on_close = on_close
@@ -50,7 +39,7 @@ class DockerShellChannel(ShellChannel):
     def _read_loop(self) -> None:
         try:
             while True:
-                data = self._sock.recv(65536)
+                data = self._io.recv(65536)
                 if not data:
                     break
                 self.feed_threadsafe(self._loop, data)
@@ -73,7 +62,4 @@ class DockerShellChannel(ShellChannel):
         try:
             await self._on_close()
         finally:
-            with contextlib.suppress(OSError):
-                self._sock.shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                self._hijacked.close()
+            self._io.close()

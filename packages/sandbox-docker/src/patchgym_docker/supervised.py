@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
 from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Protocol
 
+from patchgym_docker.hijack import Hijacked
 from patchgym_sandbox.remote import FrameDecoder, encode_request, supervisor_source
 from patchgym_sandbox.sandbox import ExecRequest
 
@@ -80,8 +80,6 @@ def spill(
 
 
 class Stream(Protocol):
-    def __iter__(self) -> Iterator[bytes]: ...
-
     def close(self) -> None: ...
 
 
@@ -115,17 +113,19 @@ class ExecCall:
 def run_stream(
     api: APIClient, exec_id: str, decoder: FrameDecoder, call: ExecCall
 ) -> Exception | None:
-    """Start exec ``exec_id`` and feed its output to ``decoder`` until EOF or abort.
+    """Start exec ``exec_id`` and feed its output (both streams' frames, in order) to
+    ``decoder`` until EOF or abort; read through :class:`~patchgym_docker.hijack.Hijacked`,
+    so output that arrived with the response's headers is not lost.
 
     A transport error is returned, not raised: the caller decides from
     ``decoder.finished`` and the container's state whether the sandbox was lost.
     """
-    stream = api.exec_start(exec_id, stream=True)
+    stream = Hijacked(api.exec_start(exec_id, socket=True))
     if not call.attach(stream):
         return None
     try:
-        for chunk in stream:
-            decoder.feed(chunk)
+        for _, data in stream.frames():
+            decoder.feed(data)
     except Exception as exc:
         return None if call.aborted else exc
     finally:
