@@ -20,7 +20,7 @@ import pytest
 from patchgym_docker.backend import DockerBackend
 from patchgym_docker.hijack import Hijacked
 from patchgym_docker.sandbox import DockerSandbox
-from patchgym_sandbox import SandboxSpec, create_backend
+from patchgym_sandbox import SandboxFileError, SandboxSpec, create_backend
 
 LATE_S = 0.3
 """How late each response's headers are read: the command has long finished by then."""
@@ -75,3 +75,12 @@ async def test_fast_commands_keep_their_output(
                 assert "from-the-shell" in done.output
     finally:
         await backend.aclose()
+
+
+async def test_a_failed_mkdir_keeps_its_message(
+    backend: DockerBackend, test_image: str, late_headers: None
+) -> None:
+    """The ``mkdir -p`` before an upload reads its output the same way: its error says why."""
+    async with backend.sandbox(SandboxSpec(image=test_image)) as sb:
+        with pytest.raises(SandboxFileError, match="cannot create directory"):
+            await sb.write_file("/proc/nope/x.txt", "y")

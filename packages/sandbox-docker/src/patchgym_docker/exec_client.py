@@ -35,7 +35,6 @@ class ExecServerConnection(ServerClient):
     ) -> None:
         super().__init__()
         self._io = Hijacked(hijacked)
-        self._sock = self._io.sock
         self._run_blocking = run_blocking
         self._send_lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -67,7 +66,7 @@ class ExecServerConnection(ServerClient):
     # -- writing -------------------------------------------------------------------
     def _send(self, line: bytes) -> None:
         with self._send_lock:
-            self._sock.sendall(line)
+            self._io.sendall(line)
 
     async def run(self, req: ExecRequest, decoder: FrameDecoder) -> asyncio.Future[None]:
         """Send ``req``; returns the future that completes when its status has arrived."""

@@ -32,23 +32,19 @@ def raw_socket(hijacked: Any) -> socket.socket:
     return sock
 
 
-def readahead(hijacked: Any, sock: socket.socket) -> bytes:
+def _readahead(hijacked: Any) -> bytes:
     """The bytes the response's header read left in its buffer (none where docker-py kept
-    no response on the socket). Taken without blocking: with nothing buffered, one
-    non-blocking read finds what has arrived since, or nothing."""
+    no response on the socket). Call with the socket non-blocking: with nothing buffered,
+    the one read that ``peek`` makes finds what has arrived since, or nothing."""
     response = getattr(hijacked, "_response", None)
     buffered: Any = getattr(getattr(getattr(response, "raw", None), "_fp", None), "fp", None)
     if buffered is None or not hasattr(buffered, "peek"):
         return b""
-    timeout = sock.gettimeout()
-    sock.setblocking(False)
     try:
         data = buffered.peek()
         return buffered.read(len(data)) if data else b""
     except (BlockingIOError, ValueError):  # nothing arrived; a closed response
         return b""
-    finally:
-        sock.settimeout(timeout)
 
 
 class Hijacked:
@@ -57,8 +53,11 @@ class Hijacked:
     def __init__(self, hijacked: Any) -> None:
         self.handle = hijacked
         self.sock = raw_socket(hijacked)
-        self._pending = bytearray(readahead(hijacked, self.sock))
-        self.sock.settimeout(None)
+        self.sock.setblocking(False)  # what is buffered is taken without waiting for more
+        try:
+            self._pending = bytearray(_readahead(hijacked))
+        finally:
+            self.sock.settimeout(None)
 
     def recv(self, n: int) -> bytes:
         """Up to ``n`` bytes, b"" at the end of the stream."""
@@ -83,9 +82,21 @@ class Hijacked:
         while True:
             try:
                 stream, size = HEADER.unpack(self.read_exactly(HEADER.size))
-                yield stream, self.read_exactly(size)
+                data = self.read_exactly(size)
             except EOFError:
                 return
+            yield stream, data
+
+    def output(self) -> bytes:
+        """Both streams' payloads to the end, then the stream closed (a short command's
+        whole output)."""
+        try:
+            return b"".join(data for _, data in self.frames())
+        finally:
+            self.close()
+
+    def sendall(self, data: bytes) -> None:
+        self.sock.sendall(data)
 
     def close(self) -> None:
         """End the stream for both sides (a reader blocked in ``recv`` wakes up)."""

@@ -16,6 +16,7 @@ from docker.types import Ulimit
 from patchgym_docker import archive, supervised
 from patchgym_docker.engine import explain, status_of
 from patchgym_docker.exec_client import ExecServerConnection, server_source
+from patchgym_docker.hijack import Hijacked
 from patchgym_docker.shell import DockerShellChannel
 from patchgym_sandbox import labels as L
 from patchgym_sandbox import remote, seccomp
@@ -456,7 +457,7 @@ class DockerSandbox(Sandbox):
         exec_id = api.exec_create(
             self.container_id, ["mkdir", "-p", "--", path], user=self.spec.user or ""
         )["Id"]
-        out = api.exec_start(exec_id)
+        out = Hijacked(api.exec_start(exec_id, socket=True)).output()
         code = api.exec_inspect(exec_id).get("ExitCode")
         if code != 0:  # a file or a dangling link where the directory goes: the task's doing
             raise SandboxFileError(

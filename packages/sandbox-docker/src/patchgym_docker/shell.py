@@ -25,7 +25,6 @@ class DockerShellChannel(ShellChannel):
     ) -> None:
         super().__init__()
         self._io = Hijacked(hijacked)
-        self._sock = self._io.sock
         self._loop = loop
         self._run = run
         self._on_close = on_close
@@ -49,7 +48,7 @@ class DockerShellChannel(ShellChannel):
             self.feed_threadsafe(self._loop, b"")
 
     async def write(self, data: bytes) -> None:
-        await self._run(lambda: self._sock.sendall(data))
+        await self._run(lambda: self._io.sendall(data))
 
     async def kill_foreground(self) -> None:
         """SIGKILL the shell's foreground job through the container's exec server."""
