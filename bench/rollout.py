@@ -5,6 +5,7 @@
     uv run python bench/rollout.py --concurrency 8 64 --rounds 2   # a busy, shared host
     uv run python bench/rollout.py --grading same   # grade in the episode's own sandbox
     uv run python bench/rollout.py --concurrency 8 --by-program   # CPU by program (perf, root)
+    uv run python bench/rollout.py --concurrency 8 --eval-cpu 2   # tests 2 CPU s longer
 
 For each concurrency c, in the same run (``--rounds`` times each, alternated floor, ours,
 ours, floor, ...; totals over the rounds):
@@ -26,7 +27,10 @@ Reported: episodes per minute of each, ours / floor, and the event-loop lag (how
 ``grading_close`` are the fresh grading sandbox's), beside each side's CPU seconds per
 episode (the whole machine's busy time around the side's runs, ``/proc/stat``: on a quiet
 machine, what the side and everything it started used; on a full one, throughput follows
-it), and the driver process's own user and system CPU per episode: its Python runs one
+it), ours' CPU per episode beyond the floor's (the harness's cost on a full machine) and the
+floor CPU per episode (the tests' run, mostly) from which that cost is under 10% (``9 ×``
+it: on tasks whose tests run longer, ours is past 90% of the floor), and the driver
+process's own user and system CPU per episode: its Python runs one
 thread at a time, so 60 s / its user CPU per episode bounds ours' episodes per minute on any
 number of cores (``driver-bound ep/min``; the system time, mounts and cgroups in its
 threads, runs in parallel). Run it with bytecode compiled
@@ -127,6 +131,16 @@ PHASE_ORDER = (
 patch, staging and running the tests), without the fresh sandbox's create and close."""
 
 
+def overhead_cells(floor_cpu: float, ours_cpu: float) -> tuple[str, str]:
+    """The harness's CPU per episode beyond the floor's, and the floor CPU per episode
+    (mostly the tests' run) from which, CPU-bound, ours reaches 90% of the floor:
+    ``floor / (floor + overhead) >= 0.9`` holds from ``floor >= 9 × overhead``."""
+    extra = ours_cpu - floor_cpu
+    if extra <= 0:
+        return f"{extra * 1000:.0f}", "-"
+    return f"{extra * 1000:.0f}", f"{9 * extra:.2f}"
+
+
 def phase_means(run_dirs: list[Path]) -> dict[str, float]:
     """Mean seconds per environment phase over the episodes of some runs, from their
     trajectories, in :data:`PHASE_ORDER` (any other phase after)."""
@@ -159,9 +173,24 @@ def missing_bytecode() -> bool:
     return not Path(importlib.util.cache_from_source(pytest.__file__)).is_file()
 
 
-PHASE_COLUMN = 7
+PHASE_COLUMN = 9
 """The phases table's first phase column (after concurrency, the two walls, the two CPUs,
-the driver's CPU and its bound)."""
+the driver's CPU and its bound, the overhead and its 90% point)."""
+BURN = (
+    "python3 -I -S -c 'import time\nt = time.process_time()\n"
+    "while time.process_time() - t < {s}:\n    for _ in range(20000): pass'\n"
+)
+"""``--eval-cpu``: the line put before each task's eval script (both sides): ``s`` CPU
+seconds of a busy loop in user space (the clock read every ~0.5 ms), a longer test run
+at no other cost."""
+
+
+def heavier(tasks: list[Task], seconds: float) -> list[Task]:
+    """``tasks`` whose eval scripts first burn ``seconds`` of CPU (unchanged at 0)."""
+    if seconds <= 0:
+        return tasks
+    burn = BURN.format(s=seconds)
+    return [t.model_copy(update={"eval_script": burn + t.eval_script}) for t in tasks]
 
 
 def floor_group() -> tuple[Path | None, str]:
@@ -282,6 +311,7 @@ async def round_for(
         f"{o_cpu / o_n:.3f}",
         f"{o_user / o_n * 1000:.1f} / {o_sys / o_n * 1000:.1f}",
         f"{60 * o_n / o_user:.0f}" if o_user else "-",
+        *overhead_cells(f_cpu / f_n, o_cpu / o_n),
         *(f"{means.get(str(col.header), 0):.3f}" for col in phases.columns[PHASE_COLUMN:]),
     )
     f_rate, o_rate = f_n / f_wall * 60, o_n / o_wall * 60
@@ -296,10 +326,11 @@ async def round_for(
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    tasks = bundled_tasks()
+    tasks = heavier(bundled_tasks(), args.eval_cpu)
     table = Table(
         title=f"gold-policy rollouts on local, {len(tasks)} bundled tasks, "
         f"grading.sandbox: {args.grading}"
+        + (f", eval scripts + {args.eval_cpu:g} CPU s" if args.eval_cpu > 0 else "")
     )
     for col in (
         "concurrency",
@@ -318,6 +349,8 @@ async def main_async(args: argparse.Namespace) -> None:
     phases.add_column("ours CPU s/ep")
     phases.add_column("driver user / sys ms/ep")
     phases.add_column("driver-bound ep/min")
+    phases.add_column("ours − floor CPU ms/ep")
+    phases.add_column("90% from floor CPU s/ep ≥")
     console.print(
         "floor: per episode `cp -a` of the task's template, `git apply` gold (and test patch, "
         "or copy the hidden tests), then its eval script under `bash -c` with the task's own "
@@ -381,6 +414,14 @@ def main() -> None:
         action="store_true",
         help="also sample each side's CPU by program with perf (root): ms per episode of "
         "the driver, the exec servers, git, bash, bwrap, the test runs, ...",
+    )
+    parser.add_argument(
+        "--eval-cpu",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="put S CPU seconds of a busy loop before each task's eval script, on both "
+        "sides: a task whose tests run longer (the harness's cost per episode stays)",
     )
     asyncio.run(main_async(parser.parse_args()))
 

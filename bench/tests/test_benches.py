@@ -30,7 +30,7 @@ TINY: dict[str, list[str]] = {
     "localbuild.py": ["--n", "1", "--no-docker"],
     "ray_rollout.py": ["--episodes-per-task", "1", "--cpus", "2"],
     "rollout.py": [
-        "--concurrency", "2", "--episodes", "2",
+        "--concurrency", "2", "--episodes", "2", "--eval-cpu", "0.05",
         *(["--by-program"] if os.geteuid() == 0 and shutil.which("perf") else []),
     ],
     "sandbox_exec.py": [
