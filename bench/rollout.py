@@ -136,9 +136,7 @@ def overhead_cells(floor_cpu: float, ours_cpu: float) -> tuple[str, str]:
     (mostly the tests' run) from which, CPU-bound, ours reaches 90% of the floor:
     ``floor / (floor + overhead) >= 0.9`` holds from ``floor >= 9 × overhead``."""
     extra = ours_cpu - floor_cpu
-    if extra <= 0:
-        return f"{extra * 1000:.0f}", "-"
-    return f"{extra * 1000:.0f}", f"{9 * extra:.2f}"
+    return f"{extra * 1000:.0f}", f"{9 * extra:.2f}" if extra > 0 else "-"
 
 
 def phase_means(run_dirs: list[Path]) -> dict[str, float]:
@@ -173,9 +171,18 @@ def missing_bytecode() -> bool:
     return not Path(importlib.util.cache_from_source(pytest.__file__)).is_file()
 
 
-PHASE_COLUMN = 9
-"""The phases table's first phase column (after concurrency, the two walls, the two CPUs,
-the driver's CPU and its bound, the overhead and its 90% point)."""
+PHASES_FIXED = (
+    "concurrency",
+    "floor wall × c / episodes",
+    "ours wall × c / episodes",
+    "floor CPU s/ep",
+    "ours CPU s/ep",
+    "driver user / sys ms/ep",
+    "driver-bound ep/min",
+    "ours − floor CPU ms/ep",
+    "90% from floor CPU s/ep ≥",
+)
+"""The phases table's columns before the phases themselves (added as the runs report them)."""
 BURN = (
     "python3 -I -S -c 'import time\nt = time.process_time()\n"
     "while time.process_time() - t < {s}:\n    for _ in range(20000): pass'\n"
@@ -312,7 +319,7 @@ async def round_for(
         f"{o_user / o_n * 1000:.1f} / {o_sys / o_n * 1000:.1f}",
         f"{60 * o_n / o_user:.0f}" if o_user else "-",
         *overhead_cells(f_cpu / f_n, o_cpu / o_n),
-        *(f"{means.get(str(col.header), 0):.3f}" for col in phases.columns[PHASE_COLUMN:]),
+        *(f"{means.get(str(col.header), 0):.3f}" for col in phases.columns[len(PHASES_FIXED) :]),
     )
     f_rate, o_rate = f_n / f_wall * 60, o_n / o_wall * 60
     return [
@@ -342,15 +349,8 @@ async def main_async(args: argparse.Namespace) -> None:
     ):
         table.add_column(col)
     phases = Table(title="ours: where an episode's time goes (mean s per episode)")
-    phases.add_column("concurrency")
-    phases.add_column("floor wall × c / episodes")
-    phases.add_column("ours wall × c / episodes")
-    phases.add_column("floor CPU s/ep")
-    phases.add_column("ours CPU s/ep")
-    phases.add_column("driver user / sys ms/ep")
-    phases.add_column("driver-bound ep/min")
-    phases.add_column("ours − floor CPU ms/ep")
-    phases.add_column("90% from floor CPU s/ep ≥")
+    for col in PHASES_FIXED:
+        phases.add_column(col)
     console.print(
         "floor: per episode `cp -a` of the task's template, `git apply` gold (and test patch, "
         "or copy the hidden tests), then its eval script under `bash -c` with the task's own "
