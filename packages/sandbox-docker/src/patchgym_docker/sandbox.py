@@ -381,7 +381,7 @@ class DockerSandbox(Sandbox):
 
         def kill(api: APIClient) -> None:
             exec_id = api.exec_create(cid, argv)["Id"]
-            api.exec_start(exec_id)
+            Hijacked(api.exec_start(exec_id, socket=True)).output()  # to its end, read-ahead too
 
         with contextlib.suppress(Exception):
             await self._engine.call(f"kill {var} in {self.id}", kill, idempotent=True)
