@@ -3,7 +3,8 @@
     nox -s bench_sandbox            # installs mini-swe-agent and swe-rex into the bench env only
     python bench/sandbox_exec.py --n 300 --files 10000
 
-Prints exec(`true`) p50/p95 for raw ``subprocess.run(["bash","-c","true"])``, our local
+Prints exec(`true`) p50/p95 for raw ``subprocess.run([bash, "-c", "true"])`` (``bash``: the
+absolute path the sandbox's ``PATH`` finds, which the exec server runs too), our local
 backend isolated (the default: bubblewrap namespaces, exec through the in-sandbox server)
 and with ``isolation: none``, mini-swe-agent's LocalEnvironment and SWE-ReX's
 LocalRuntime (each with the environment the isolated sandbox gives its commands), and
@@ -29,6 +30,7 @@ import asyncio
 import contextlib
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,6 +97,18 @@ async def command_env(sb: Sandbox) -> dict[str, str]:
     return {k: v for k, _, v in pairs if not k.startswith("PATCHGYM_") and k not in BASH_SETS}
 
 
+def resolved_bash(env: dict[str, str]) -> str:
+    """The ``bash`` the command environment's ``PATH`` finds, as an absolute path: what the
+    sandbox's exec server runs (it looks ``bash`` up once per ``PATH``, as a shell hashes
+    it), so the baseline and the peers exec the same binary the same way instead of
+    searching ``PATH`` on every call (a failed ``execve`` per directory before it: ~5 % of
+    a raw call with this machine's ``PATH``, which would flatter every ratio to raw)."""
+    found = shutil.which("bash", path=env.get("PATH", os.defpath))
+    if found is None:
+        raise SystemExit(f"no bash on the sandbox's PATH ({env.get('PATH')!r})")
+    return os.path.abspath(found)
+
+
 @contextlib.contextmanager
 def environ(env: dict[str, str]) -> Iterator[None]:
     """``os.environ`` is ``env`` meanwhile (raw ``subprocess.run`` and the peers inherit it)."""
@@ -112,9 +126,13 @@ async def exec_rows(n: int, work: Path) -> tuple[list[tuple[str, list[float] | N
     """Contenders run round-robin (one call each per round), so load drift hits all alike,
     every one in the isolated sandbox's command environment (the names are returned)."""
     calls: list[tuple[str, Callable[[], Awaitable[object]] | None]] = []
+    backend = create_backend({"type": "local", "state_dir": str(work / "state")})
+    sb = await backend.sandbox(SandboxSpec()).start()
+    cmd_env = await command_env(sb)
+    bash = resolved_bash(cmd_env)
 
     async def raw() -> object:
-        return subprocess.run(["bash", "-c", "true"], capture_output=True)
+        return subprocess.run([bash, "-c", "true"], capture_output=True)
 
     calls.append(("raw subprocess.run(bash -c true)", raw))
 
@@ -122,8 +140,6 @@ async def exec_rows(n: int, work: Path) -> tuple[list[tuple[str, list[float] | N
         return subprocess.run("true", shell=True, capture_output=True)
 
     calls.append((RAW_SH, raw_sh))
-    backend = create_backend({"type": "local", "state_dir": str(work / "state")})
-    sb = await backend.sandbox(SandboxSpec()).start()
     calls.append(("patchgym local exec('true'), isolated", lambda: sb.exec("true")))
     bare = create_backend({"type": "local", "state_dir": str(work / "bare"), "isolation": "none"})
     sb_bare = await bare.sandbox(SandboxSpec()).start()
@@ -144,12 +160,11 @@ async def exec_rows(n: int, work: Path) -> tuple[list[tuple[str, list[float] | N
         from swerex.runtime.local import LocalRuntime  # type: ignore[import-not-found]
 
         rt = LocalRuntime()
-        cmd = Command(command=["bash", "-c", "true"])
+        cmd = Command(command=[bash, "-c", "true"])
         calls.append(("SWE-ReX LocalRuntime.execute", lambda: rt.execute(cmd)))
     except ImportError:
         calls.append(("SWE-ReX (not installed)", None))
     times: dict[str, list[float]] = {name: [] for name, fn in calls if fn is not None}
-    cmd_env = await command_env(sb)
     with environ(cmd_env):
         for i in range(n + 20):
             for name, fn in calls:
@@ -162,7 +177,7 @@ async def exec_rows(n: int, work: Path) -> tuple[list[tuple[str, list[float] | N
     for box, b in ((sb, backend), (sb_bare, bare)):
         await box.close()
         await b.aclose()
-    return [(name, times.get(name)) for name, _ in calls], sorted(cmd_env)
+    return [(name, times.get(name)) for name, _ in calls], [*sorted(cmd_env), f"bash = {bash}"]
 
 
 def _own_and_reaped_cpu(pid: int) -> tuple[float, float]:
@@ -208,6 +223,7 @@ async def exec_cpu_split(n: int, work: Path, blocks: int = 4) -> dict[str, dict[
         for _ in range(20):  # warm-up
             await sb.exec("true")
         env = await command_env(sb)
+        bash = resolved_bash(env)
         for _ in range(blocks):
             for side, row in sums.items():
                 before = _clocks(side, init)
@@ -215,7 +231,7 @@ async def exec_cpu_split(n: int, work: Path, blocks: int = 4) -> dict[str, dict[
                     if side == "isolated":
                         await sb.exec("true")
                     else:
-                        subprocess.run(["bash", "-c", "true"], capture_output=True, env=env)
+                        subprocess.run([bash, "-c", "true"], capture_output=True, env=env)
                 after = _clocks(side, init)
                 for k in SPLIT_COLUMNS:
                     row[k] += after[k] - before[k]
@@ -368,7 +384,8 @@ async def main() -> None:
     raw_p50 = p50s[rows[0][0]]
     console.print(
         "baseline: the same command through plain subprocess.run from this process, in the same "
-        "shell as the contender (bash -c; mini-swe-agent: sh -c), round-robin with the "
+        "shell as the contender (bash -c, the bash the sandbox's PATH finds, by its path as the "
+        "exec server runs it, SWE-ReX too; mini-swe-agent: sh -c), round-robin with the "
         "contenders; every contender runs with the isolated sandbox's command environment "
         f"({', '.join(env_names)}; the split's raw side too)"
     )
