@@ -26,6 +26,7 @@ TINY: dict[str, list[str]] = {
     ],
     "cli_startup.py": ["--rounds", "2"],
     "code_graph.py": ["--lines", "300", "--repeat", "1"],
+    "exec_hops.py": ["--n", "3"],
     "grading.py": ["--size-mb", "1", "--repeat", "1", "--episodes", "1", "--backends", "local"],
     "localbuild.py": ["--n", "1", "--no-docker"],
     "ray_rollout.py": ["--episodes-per-task", "1", "--cpus", "2"],
