@@ -99,19 +99,28 @@ int main(int argc, char **argv) {
   return 0;
 }
 """
-MINIMAL_PY = r"""
+REQUESTS_PY = r"""
 import os, select, sys
-bash, buf = sys.argv[1], b""
-while True:
-    while b"\n" not in buf:
-        data = os.read(0, 65536)
-        if not data:
-            sys.exit(0)
-        buf += data
-    line, _, buf = buf.partition(b"\n")
+def requests():
+    buf = b""
+    while True:
+        while b"\n" not in buf:
+            data = os.read(0, 65536)
+            if not data:
+                return
+            buf += data
+        line, _, buf = buf.partition(b"\n")
+        yield line.decode()
+"""
+"""The two Python servers' request loop: one command per line of stdin."""
+MINIMAL_PY = (
+    REQUESTS_PY
+    + r"""
+bash = sys.argv[1]
+for cmd in requests():
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    pid = os.posix_spawn(bash, ["bash", "-c", line.decode()], os.environ,
+    pid = os.posix_spawn(bash, ["bash", "-c", cmd], os.environ,
                          file_actions=[(os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)])
     os.close(out_w)
     os.close(err_w)
@@ -127,21 +136,17 @@ while True:
     os.waitpid(pid, 0)
     os.write(1, b"X 0\n")
 """
-SUPERVISE_PY = r"""
-import os, sys
+)
+SUPERVISE_PY = (
+    REQUESTS_PY
+    + r"""
 sup = {"__name__": "patchgym_supervisor"}
 exec(open(sys.argv[1]).read(), sup)
-buf = b""
-while True:
-    while b"\n" not in buf:
-        data = os.read(0, 65536)
-        if not data:
-            sys.exit(0)
-        buf += data
-    line, _, buf = buf.partition(b"\n")
-    status = sup["supervise"](line.decode(), lambda stream, data: None)
+for cmd in requests():
+    status = sup["supervise"](cmd, lambda stream, data: None)
     os.write(1, b"X %d\n" % status["exit_code"])
 """
+)
 
 
 class LineServer:
