@@ -81,9 +81,11 @@ async def test_commands_reset_the_score_and_leave_no_trace(tmp_path: Path) -> No
     async with backend.sandbox(spec) as sb:
         assert isinstance(sb, LocalSandbox) and sb._server is not None
         raise_init_score(sb._server.init_pid)
+        # ls writes to a file, not a pipe: a pipeline's pipe is this bash's own fds 3 and 4
+        # until it has forked both sides, which a loaded machine shows ls (a CI flake)
         r = await sb.exec(
-            "cat /proc/self/oom_score_adj; ls /proc/$$/fd | tr '\\n' ' '; echo; "
-            'echo "${BASH_ENV-unset} $0 $(ulimit -St) $(ulimit -Ht)"'
+            "cat /proc/self/oom_score_adj; ls /proc/$$/fd > /tmp/fds; tr '\\n' ' ' < /tmp/fds; "
+            'echo; echo "${BASH_ENV-unset} $0 $(ulimit -St) $(ulimit -Ht)"'
         )
         assert r.exit_code == 0 and r.stdout.splitlines() == ["0", "0 1 2 ", "unset bash 7 7"], (
             r.output
