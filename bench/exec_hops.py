@@ -46,7 +46,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
-from sandbox_exec import command_env, environ, resolved_bash
+from sandbox_exec import command_env, environ, pct, resolved_bash
 
 import patchgym_sandbox
 from patchgym_sandbox import Sandbox, SandboxSpec, create_backend
@@ -284,10 +284,6 @@ async def main_async(args: argparse.Namespace) -> None:
     print_table(calls, wall, cpu, args.n)
 
 
-def p50(xs: list[float]) -> float:
-    return sorted(xs)[len(xs) // 2] * 1000
-
-
 def print_table(
     calls: list[tuple[str, object]],
     wall: dict[str, list[float]],
@@ -301,8 +297,8 @@ def print_table(
     t = Table(title="exec('true'), layer by layer, cold")
     for col in ("contender", "p50 ms", "/ raw", "adds ms", "this thread CPU ms"):
         t.add_column(col, justify="left" if col == "contender" else "right")
-    raw = p50(wall[calls[0][0]])
-    mids = {name[0]: p50(wall[name]) for name in wall}
+    raw = pct(wall[calls[0][0]], 0.5)
+    mids = {name[0]: pct(wall[name], 0.5) for name in wall}
     for name, fn in calls:
         if isinstance(fn, str):
             t.add_row(name, "-", "-", "-", f"left out: {fn}")
